@@ -1,0 +1,47 @@
+# Two commands a newcomer needs: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PYTEST := $(PY) -m pytest
+
+.PHONY: demo test test-fast bench check screenshots reliability system-programs clean
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+# Stamp files: reinstall only when pyproject.toml changes.
+$(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install -q -e '.[test,dev]'
+	touch $@ $(VENV)/.installed
+
+demo: $(VENV)/.installed
+	$(VENV)/bin/coop demo
+
+system-programs:
+	@scripts/ensure-system-programs
+
+test: $(VENV)/.installed-test system-programs
+	$(PYTEST) -q
+
+# Everything but the slow groups: for the edit-test loop.
+test-fast: $(VENV)/.installed-test
+	$(PYTEST) -q -m "not (tui or ssh or kill or real_claude)"
+
+# Each benchmark prints `BENCH name=... ratio=...` lines; a missed bound fails the target.
+bench: $(VENV)/.installed-test system-programs
+	@status=0; for bench in tests/bench/bench_*.py; do \
+		$(PY) -m tests.bench.$$(basename $$bench .py) || status=1; \
+	done; exit $$status
+
+check: $(VENV)/.installed-test
+	$(VENV)/bin/ruff check coop_engine coop_tui hosts tests
+	$(VENV)/bin/ruff format --check coop_engine coop_tui hosts tests
+	$(VENV)/bin/mypy coop_engine hosts coop_tui
+
+clean:
+	rm -rf $(VENV) build *.egg-info

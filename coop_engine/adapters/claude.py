@@ -1,0 +1,239 @@
+"""The Claude door: send one frame into a chat's inbox, then learn what happened from its
+transcript and registry (seeds 000 and 001).
+
+deliver: target twice and compare, predict the inbound verdict, note the transcript
+offset, record the intent (uncertain), then ask the host to read a third time and write.
+observe: read forward from the offset for peer entries, held notices and answers.
+verdict: only the three reasons of DESIGN.md 5.7 move an uncertain send to expired.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from coop_engine import receipts
+from coop_engine.engine import Engine
+from coop_engine.errors import Conflict
+from coop_engine.models import Dispatch, Outbox
+from coop_engine.policy import delivery_verdict, inbound_policy
+from hosts.base import Host, HostError
+from hosts.native import RECEIVER_CHANGED, NativeRefusal, frame
+
+TURN_READ_BYTES = 8 << 20
+Log = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+class ClaudeAdapter:
+    def __init__(self, engine: Engine, host: Host, log: Log = _quiet) -> None:
+        self.engine = engine
+        self.host = host
+        self.log = log
+
+    # --- sending ----------------------------------------------------------------------
+
+    def deliver(self, row: Outbox) -> None:
+        native_id = row.session.native_id
+        try:
+            first = self.host.target(native_id)
+            second = self.host.target(native_id)
+            if first != second:
+                raise NativeRefusal(RECEIVER_CHANGED)
+            prediction = inbound_policy(self.host.policy_inputs(native_id))
+            position = self.host.transcript_position(native_id)
+        except (NativeRefusal, HostError) as refusal:
+            self.engine.record_refusal(row.id, str(refusal))
+            self.log(f"{row.id[:8]} {row.kind} not sent: {refusal}")
+            return
+        cursor = {
+            "native_session": native_id,
+            "host": self.host.name,
+            "transcript": position["path"],
+            "offset": position["size"],
+            "inode": position["inode"],
+            "inbound": prediction,
+            "target": first,
+            "sent_at": self.engine.clock(),
+        }
+        try:
+            intent = self.engine.mark_uncertain(row.id, cursor)
+        except Conflict:
+            return  # another coordinator took this envelope first
+        line = frame(native_id, row.id, row.payload["text"]).decode()
+        try:
+            result = self.host.send_frame(first, native_id, line)
+        except HostError as error:
+            # The request may have reached the Mac: bytes may have left. Never infer unsent.
+            result = {"ok": False, "written": True, "stage": "request", "error": str(error)}
+        self.engine.record_transport(row.id, intent["attempt"], result)
+        if result.get("ok"):
+            self.log(
+                f"{row.id[:8]} {row.kind} sent to {row.session.ref} (uncertain, predicted {prediction['verdict']})"
+            )
+        else:
+            self.log(
+                f"{row.id[:8]} {row.kind} send failed at {result.get('stage')}: {result.get('error')}"
+            )
+
+    # --- observing --------------------------------------------------------------------
+
+    def observe(self, row: Outbox) -> None:
+        native_id = row.session.native_id
+        cursor = row.cursor or {}
+        dispatch: Dispatch | None = row.dispatch
+        nonce = row.payload.get("nonce") if row.kind == "invitation" else None
+        awaiting = nonce is not None and dispatch is not None and dispatch.state == "invited"
+        needles = [row.id]
+        if row.state == "uncertain":
+            needles.append(receipts.HELD_MARK)
+        if awaiting:
+            needles.append(f"{nonce}")
+        try:
+            chunk = self.host.transcript_scan(
+                native_id, row.observed_offset, needles, cursor.get("inode")
+            )
+        except (NativeRefusal, HostError) as error:
+            self.log(f"{row.id[:8]} not observed: {error}")
+            return
+        if chunk["rotated"]:
+            self._conflict(
+                row,
+                {
+                    "reason": "transcript was replaced or truncated; reading it again from 0",
+                    "offset": chunk["start"],
+                },
+            )
+        lines = [(offset, text) for offset, text in chunk["lines"]]
+        self._receipts(row, lines, chunk["path"])
+        resume = chunk["end"]
+        if awaiting:
+            row = Outbox.get_by_id(row.id)
+            if row.state == "delivered":
+                stop = self._answers(row, lines, str(nonce))
+                resume = stop if stop is not None else resume
+        self.engine.advance_cursor(row.id, resume)
+
+    def _conflict(self, row: Outbox, evidence: dict[str, Any]) -> None:
+        self.engine.record_conflict(row.id, evidence)
+        self.log(f"{row.id[:8]} conflict: {evidence['reason']}")
+
+    def _receipts(self, row: Outbox, lines: list[tuple[int, str]], path: str | None) -> None:
+        receipt_offset = (row.receipt or {}).get("offset")
+        state = row.state
+        for seen in receipts.sightings(lines, row.id):
+            if not seen.is_receipt:
+                reason = "wrong provenance: " + "; ".join(seen.problems)
+                self._conflict(row, {**seen.evidence(), "reason": reason})
+            elif state == "uncertain":
+                self.engine.record_receipt(
+                    row.id, {**seen.evidence(), "host": self.host.name, "transcript": path}
+                )
+                receipt_offset, state = seen.offset, "delivered"
+                self.log(f"{row.id[:8]} {row.kind} received ({seen.shape})")
+            elif state == "delivered" and seen.offset != receipt_offset:
+                reason = f"seen twice: at byte {receipt_offset} and at byte {seen.offset}"
+                self._conflict(row, {**seen.evidence(), "reason": reason})
+            elif state in ("expired", "cancelled", "pending"):
+                self._conflict(row, {**seen.evidence(), "reason": f"received while {state}"})
+        if state == "uncertain":
+            self._held(row, lines)
+
+    def _held(self, row: Outbox, lines: list[tuple[int, str]]) -> None:
+        if row.held:
+            return
+        for offset, text in lines:
+            if receipts.HELD_MARK not in text:
+                continue
+            entry, _ = receipts.parse(text)
+            notice = receipts.held_notice(entry, offset) if entry else None
+            if notice and receipts.preview_matches(notice.preview, row.payload["text"]):
+                evidence = {
+                    "offset": offset,
+                    "preview": notice.preview,
+                    "timestamp": notice.timestamp,
+                }
+                self.engine.record_held(row.id, evidence)
+                self.log(f"{row.id[:8]} held by the receiver (evidence, not a verdict)")
+                return
+
+    def _answers(self, row: Outbox, lines: list[tuple[int, str]], nonce: str) -> int | None:
+        """Look for a completed final answering the invitation. Returns where the next
+        read must start when a candidate's turn has not finished yet."""
+        skip_until = int((row.receipt or {}).get("offset", 0))
+        for offset, text in lines:
+            if offset <= skip_until or nonce not in text:
+                continue
+            entry, _ = receipts.parse(text)
+            said = receipts.assistant_text(entry) if entry else None
+            if said is None or receipts.answer_in(said, nonce) is None:
+                continue
+            turn = self.host.transcript_read(row.session.native_id, offset, TURN_READ_BYTES)
+            final = next(receipts.finals([(o, t) for o, t in turn["lines"]]), None)
+            if final is None:
+                return offset  # the turn is still running: its final decides
+            if receipts.answer_in(final.text, nonce) is not None:
+                self._answered(row, final, nonce)
+                return None
+            skip_until = final.end  # said mid-turn, not in the final: not an answer
+        return None
+
+    def _answered(self, row: Outbox, final: receipts.Final, nonce: str) -> None:
+        said = receipts.answer_in(final.text, nonce)
+        evidence = {
+            "offset": final.offset,
+            "turn_end": final.end,
+            "timestamp": final.timestamp,
+            "final": final.text[-500:],
+        }
+        if said == "accept":
+            result = self.engine.accept(row.id, nonce, evidence)
+            self.log(
+                f"{row.id[:8]} accepted"
+                + ("" if result["accepted"] else f" too late: {result['reason']}")
+            )
+        elif said == "decline":
+            self.engine.decline(row.id, nonce, evidence)
+            self.log(f"{row.id[:8]} declined")
+        elif said == "both":
+            self._conflict(row, {**evidence, "reason": "the final both accepts and declines"})
+
+    # --- deciding loss ----------------------------------------------------------------
+
+    def verdict(self, row: Outbox, now: float) -> None:
+        native_id = row.session.native_id
+        cursor = row.cursor or {}
+
+        def status() -> str | None:
+            entry = self.host.registry_entry(native_id)
+            return None if entry is None else entry.get("status")
+
+        def mentions() -> bool:
+            fresh = self.host.transcript_scan(native_id, int(cursor.get("offset") or 0), [row.id])
+            return bool(fresh["lines"])
+
+        try:
+            reason = delivery_verdict(
+                cursor.get("inbound"), float(cursor.get("sent_at") or 0), now, status, mentions
+            )
+        except (NativeRefusal, HostError) as error:
+            self.log(f"{row.id[:8]} verdict postponed: {error}")
+            return
+        if reason is None:
+            return
+        evidence = {
+            "reason": reason,
+            "native_session": native_id,
+            "message_id": row.id,
+            "sent_at": cursor.get("sent_at"),
+            "observed_at": now,
+            "transcript_offset": cursor.get("offset"),
+            "inbound_at_send": cursor.get("inbound"),
+        }
+        if reason == "receiver-idle-without-entry":
+            evidence["receiver_status"] = "idle"
+        self.engine.expire(row.id, evidence)
+        self.log(f"{row.id[:8]} {row.kind} expired: {reason}")

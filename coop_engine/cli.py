@@ -1,0 +1,153 @@
+"""The `coop` command.
+
+Exit codes: 0 ok; 1 refused by a rule (one line on stderr, no traceback); 2 usage.
+Commands that need neither the ledger nor the TUI import neither: the CLI is started
+often, by hand, by scripts and inside chats, so start-up stays cheap.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+class UsageError(Exception):
+    """Bad input that argparse could not catch; exit 2."""
+
+
+def _ledger(name: str) -> Handler:
+    def run(args: argparse.Namespace) -> int:
+        from coop_engine import cli_ledger
+
+        handler: Handler = getattr(cli_ledger, name)
+        return handler(args)
+
+    return run
+
+
+def _fleet(name: str) -> Handler:
+    def run(args: argparse.Namespace) -> int:
+        from coop_engine import cli_fleet
+
+        handler: Handler = getattr(cli_fleet, name)
+        return handler(args)
+
+    return run
+
+
+def _unix_time(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not Unix seconds: {text!r}") from None
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more: {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="coop",
+        description="Coordinate a fleet of Claude Code and Codex chats.",
+    )
+    parser.add_argument(
+        "--home", help="state directory (default $COOP_HOME or ~/.local/share/coop)"
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    todo = sub.add_parser("todo", help="add, list, take and report todos")
+    todo_sub = todo.add_subparsers(dest="todo_command", metavar="ACTION", required=True)
+    add = todo_sub.add_parser("add", help="add a todo; prints its id")
+    add.add_argument("title")
+    add.add_argument("--body", default="")
+    add.add_argument("--project")
+    add.add_argument("--json", action="store_true")
+    add.set_defaults(handler=_ledger("todo_add"))
+    listing = todo_sub.add_parser("list", help="list todos")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(handler=_ledger("todo_list"))
+    report = todo_sub.add_parser("report", help="record the outcome of a todo's work (fact 5)")
+    report.add_argument("todo", type=_positive_int)
+    report.add_argument("--outcome", required=True)
+    report.add_argument("--by", required=True, choices=["dad", "chief", "worker"])
+    report.set_defaults(handler=_ledger("todo_report"))
+
+    for name, help_text, handler in (
+        ("outbox", "envelopes and their five facts", "outbox"),
+        ("sessions", "enrolled and observed chats", "sessions"),
+        ("notifications", "what Dad was told, newest first", "notifications"),
+    ):
+        cmd = sub.add_parser(name, help=help_text)
+        cmd.add_argument("--json", action="store_true")
+        cmd.set_defaults(handler=_ledger(handler))
+
+    events = sub.add_parser("events", help="the ledger's history, newest first")
+    events.add_argument("--json", action="store_true")
+    events.add_argument("--limit", type=_positive_int, default=50)
+    events.set_defaults(handler=_ledger("events"))
+
+    resend = sub.add_parser("resend", help="Send again an expired delivery (once)")
+    resend.add_argument("outbox_id")
+    resend.add_argument("--by", required=True, choices=["dad", "chief"])
+    resend.set_defaults(handler=_ledger("resend"))
+
+    invite = sub.add_parser("invite", help="invite one exact chat to a todo")
+    invite.add_argument("todo", type=_positive_int)
+    invite.add_argument("--session", required=True, help="claude:SESSION_ID")
+    invite.add_argument("--host", help="the fleet Mac the chat lives on (default: this one)")
+    invite.add_argument("--json", action="store_true")
+    invite.set_defaults(handler=_ledger("invite"))
+
+    tick = sub.add_parser("tick", help="one coordinator pass: send, observe, decide")
+    tick.add_argument("--at", type=_unix_time, help="run the pass as of this Unix time")
+    tick.set_defaults(handler=_ledger("tick"))
+
+    chats = sub.add_parser("chats", help="live chats as the registries show them")
+    chats.add_argument("--host", help="only this fleet Mac")
+    chats.add_argument("--json", action="store_true")
+    chats.set_defaults(handler=_fleet("chats"))
+
+    demo = sub.add_parser("demo", help="a real scenario on a temporary ledger")
+    demo.set_defaults(handler=_ledger("demo"))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.home:
+        os.environ["COOP_HOME"] = args.home
+    handler: Handler | None = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help(sys.stderr)
+        return 2
+    from coop_engine.errors import CoopError
+    from hosts.base import HostError
+    from hosts.fleet import FleetError
+    from hosts.native import NativeRefusal
+
+    try:
+        return handler(args)
+    except (CoopError, FleetError, HostError, NativeRefusal) as error:
+        print(f"coop: {error}", file=sys.stderr)
+        return 1
+    except UsageError as error:
+        print(f"coop: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

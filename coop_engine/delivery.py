@@ -1,0 +1,345 @@
+"""Delivery commands: intent before I/O, transport, receipts, conflicts, expiry, Send again.
+
+An envelope moves pending -> uncertain (before the first byte) -> delivered (a receipt
+from the receiver's transcript) or expired (evidence of loss, one of three reasons).
+Nothing here retries: the only second attempt is `resend`, a decision by Dad or the chief.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from coop_engine import texts
+from coop_engine.commands import CommandBase, fresh_key
+from coop_engine.errors import (
+    ALREADY_SENT_AGAIN,
+    NOT_ELIGIBLE_FOR_SEND,
+    Conflict,
+    NotAuthorized,
+)
+from coop_engine.models import Binding, Dispatch, HostQueue, Outbox, Session
+
+EXPIRY_REASONS = (
+    "refused-by-receiver-policy",
+    "held-for-approval-then-expired",
+    "receiver-idle-without-entry",
+)
+DECIDERS = ("dad", "chief")
+
+
+class DeliveryCommands(CommandBase):
+    def mark_uncertain(
+        self, outbox_id: str, cursor: dict[str, Any], *, key: str | None = None
+    ) -> dict[str, Any]:
+        """Record the intent to send before any byte leaves: pending -> uncertain, plus
+        the host-queue row, in one durable commit. Refuses anything not pending, and an
+        envelope of an older generation than its session's."""
+
+        def run(now: float) -> dict[str, Any]:
+            current = Session.select(Session.generation).where(Session.id == Outbox.session)
+            changed = (
+                Outbox.update(
+                    state="uncertain",
+                    cursor=cursor,
+                    observed_offset=int(cursor.get("offset") or 0),
+                    last_error=None,
+                    updated_at=now,
+                )
+                .where(
+                    (Outbox.id == outbox_id)
+                    & (Outbox.state == "pending")
+                    & (Outbox.generation == current)
+                )
+                .execute()
+            )
+            if changed != 1:
+                self._outbox(outbox_id)
+                raise Conflict(NOT_ELIGIBLE_FOR_SEND)
+            attempt = HostQueue.select().where(HostQueue.outbox == outbox_id).count() + 1
+            HostQueue.create(
+                host=cursor.get("host", ""),
+                outbox=outbox_id,
+                attempt=attempt,
+                state="intent",
+                created_at=now,
+                updated_at=now,
+            )
+            self._event(
+                now, "mark_uncertain", f"outbox:{outbox_id}", "pending", "uncertain", cursor
+            )
+            return {"outbox": outbox_id, "attempt": attempt}
+
+        # Each attempt is its own decision: a second coordinator must lose the
+        # compare-and-set, not replay the first one's success and send again.
+        args = {"outbox": outbox_id, "cursor": cursor}
+        return self._command("mark_uncertain", key or fresh_key(f"send:{outbox_id}"), args, run)
+
+    def record_transport(
+        self, outbox_id: str, attempt: int, result: dict[str, Any], *, key: str | None = None
+    ) -> dict[str, Any]:
+        """Fact 2, from the host's answer to the send.
+
+        `result["written"]` False means the host refused before connecting (its third
+        registry read, or a connect that failed): nothing reached the chat, so the row
+        goes back to pending with `last_error`. A write that failed after connecting
+        leaves the row uncertain: bytes may have left."""
+        ok = bool(result.get("ok"))
+        written = bool(result.get("written"))
+
+        def run(now: float) -> dict[str, Any]:
+            subject = f"outbox:{outbox_id}"
+            if ok:
+                Outbox.update(transport_at=now, transport=result, updated_at=now).where(
+                    (Outbox.id == outbox_id) & Outbox.transport_at.is_null()
+                ).execute()
+                self._queue_state(outbox_id, attempt, "written", None, now)
+                self._event(now, "record_transport", subject, None, None, result)
+                return {"outbox": outbox_id, "state": "uncertain"}
+            error = result.get("error")
+            if not written:
+                changed = (
+                    Outbox.update(state="pending", last_error=error, updated_at=now)
+                    .where((Outbox.id == outbox_id) & (Outbox.state == "uncertain"))
+                    .execute()
+                )
+                if changed != 1:
+                    raise Conflict(f"Envelope {outbox_id} is not an uncertain send")
+                self._queue_state(outbox_id, attempt, "refused", error, now)
+                self._event(now, "record_transport", subject, "uncertain", "pending", result)
+                return {"outbox": outbox_id, "state": "pending"}
+            Outbox.update(transport=result, updated_at=now).where(Outbox.id == outbox_id).execute()
+            self._queue_state(outbox_id, attempt, "failed", error, now)
+            self._event(now, "record_transport", subject, None, None, result)
+            return {"outbox": outbox_id, "state": "uncertain"}
+
+        args = {"outbox": outbox_id, "attempt": attempt, "result": result}
+        return self._command(
+            "record_transport", key or f"transport:{outbox_id}:{attempt}", args, run
+        )
+
+    @staticmethod
+    def _queue_state(outbox_id: str, attempt: int, state: str, detail: Any, now: float) -> None:
+        HostQueue.update(state=state, detail=detail, updated_at=now).where(
+            (HostQueue.outbox == outbox_id) & (HostQueue.attempt == attempt)
+        ).execute()
+
+    def record_refusal(self, outbox_id: str, error: str) -> dict[str, Any]:
+        """A refusal before I/O (no live match, receiver changed, socket not private):
+        the envelope stays pending, `last_error` says why. Repeating the same refusal
+        changes nothing and records nothing."""
+        row = self._outbox(outbox_id)
+        if row.last_error == error:
+            return {"outbox": outbox_id, "state": row.state}
+
+        def run(now: float) -> dict[str, Any]:
+            changed = (
+                Outbox.update(last_error=error, updated_at=now)
+                .where((Outbox.id == outbox_id) & (Outbox.state == "pending"))
+                .execute()
+            )
+            if changed != 1:
+                raise Conflict(f"Envelope {outbox_id} is no longer pending")
+            self._event(
+                now, "record_refusal", f"outbox:{outbox_id}", "pending", "pending", {"error": error}
+            )
+            return {"outbox": outbox_id, "state": "pending"}
+
+        args = {"outbox": outbox_id, "error": error}
+        return self._command("record_refusal", fresh_key(f"refusal:{outbox_id}"), args, run)
+
+    def record_receipt(self, outbox_id: str, evidence: dict[str, Any]) -> dict[str, Any]:
+        """Fact 3: a peer entry with the exact id and provenance. uncertain -> delivered."""
+
+        def run(now: float) -> dict[str, Any]:
+            changed = (
+                Outbox.update(state="delivered", received_at=now, receipt=evidence, updated_at=now)
+                .where((Outbox.id == outbox_id) & (Outbox.state == "uncertain"))
+                .execute()
+            )
+            if changed != 1:
+                state = self._outbox(outbox_id).state
+                raise Conflict(f"Envelope {outbox_id} is {state}, not an uncertain send")
+            self._event(
+                now, "record_receipt", f"outbox:{outbox_id}", "uncertain", "delivered", evidence
+            )
+            return {"outbox": outbox_id, "state": "delivered"}
+
+        return self._command(
+            "record_receipt",
+            f"receipt:{outbox_id}",
+            {"outbox": outbox_id, "evidence": evidence},
+            run,
+        )
+
+    def record_conflict(self, outbox_id: str, evidence: dict[str, Any]) -> dict[str, Any]:
+        """A sighting that is not a receipt: wrong provenance, or the same envelope again.
+        The envelope's state does not move; the conflict is shown and Dad is told."""
+        reason = str(evidence.get("reason") or "conflict")
+
+        def run(now: float) -> dict[str, Any]:
+            self._outbox(outbox_id)
+            Outbox.update(conflict=reason, updated_at=now).where(Outbox.id == outbox_id).execute()
+            self._event(now, "record_conflict", f"outbox:{outbox_id}", None, None, evidence)
+            self._notify(
+                now, "delivery conflict", f"Envelope {outbox_id}: {reason}", f"outbox:{outbox_id}"
+            )
+            return {"outbox": outbox_id, "conflict": reason}
+
+        key = f"conflict:{outbox_id}:{evidence.get('offset')}:{reason}"
+        return self._command(
+            "record_conflict", key, {"outbox": outbox_id, "evidence": evidence}, run
+        )
+
+    def record_held(self, outbox_id: str, evidence: dict[str, Any]) -> dict[str, Any]:
+        """The receiver's held notice for this envelope: evidence, not a verdict."""
+
+        def run(now: float) -> dict[str, Any]:
+            Outbox.update(held=evidence, updated_at=now).where(
+                (Outbox.id == outbox_id) & Outbox.held.is_null()
+            ).execute()
+            self._event(now, "record_held", f"outbox:{outbox_id}", None, None, evidence)
+            return {"outbox": outbox_id}
+
+        key = f"held:{outbox_id}"
+        return self._command("record_held", key, {"outbox": outbox_id, "evidence": evidence}, run)
+
+    def advance_cursor(self, outbox_id: str, offset: int) -> None:
+        """Move the transcript bookmark forward (never back). A bookmark, not a transition."""
+        Outbox.update(observed_offset=offset).where(
+            (Outbox.id == outbox_id) & (Outbox.observed_offset < offset)
+        ).execute()
+
+    def expire(self, outbox_id: str, evidence: dict[str, Any]) -> dict[str, Any]:
+        """uncertain -> expired, only with evidence carrying one of the three reasons."""
+        reason = evidence.get("reason")
+        if reason not in EXPIRY_REASONS:
+            raise Conflict(
+                f"Expiry needs evidence with one of the reasons {', '.join(EXPIRY_REASONS)}"
+            )
+
+        def run(now: float) -> dict[str, Any]:
+            changed = (
+                Outbox.update(state="expired", expiry=evidence, updated_at=now)
+                .where((Outbox.id == outbox_id) & (Outbox.state == "uncertain"))
+                .execute()
+            )
+            if changed != 1:
+                state = self._outbox(outbox_id).state
+                raise Conflict(f"Envelope {outbox_id} is {state}, not an uncertain send")
+            subject = f"outbox:{outbox_id}"
+            self._event(now, "expire", subject, "uncertain", "expired", evidence)
+            self._notify(
+                now,
+                "delivery expired",
+                f"Envelope {outbox_id} was not delivered: {reason}",
+                subject,
+            )
+            return {"outbox": outbox_id, "state": "expired", "reason": reason}
+
+        return self._command(
+            "expire", f"expire:{outbox_id}", {"outbox": outbox_id, "evidence": evidence}, run
+        )
+
+    def resend(self, outbox_id: str, by: str, *, key: str | None = None) -> dict[str, Any]:
+        """Send again (seed 001's `_resend`): only an expired row; only an invitation whose
+        dispatch is still invited or a work envelope whose dispatch has an active binding;
+        once. The decision is Dad's, or the chief's as his proxy."""
+        if by not in DECIDERS:
+            raise NotAuthorized("Send again is decided by dad or chief")
+
+        def run(now: float) -> dict[str, Any]:
+            old = self._outbox(outbox_id)
+            if old.resent_as:
+                raise Conflict(ALREADY_SENT_AGAIN)
+            if old.state != "expired":
+                raise Conflict(
+                    f"Only an expired delivery can be sent again; this one is {old.state}"
+                )
+            self._check_resendable(old)
+            session = old.session
+            new_id = str(uuid.uuid4())
+            reason = (old.expiry or {}).get("reason", "expired")
+            payload = dict(old.payload)
+            payload["text"] = texts.second_attempt(outbox_id, reason, old.payload["text"])
+            payload["attempt"] = int(old.payload.get("attempt", 1)) + 1
+            Outbox.create(
+                id=new_id,
+                session=session,
+                generation=session.generation,
+                dispatch=old.dispatch,
+                kind=old.kind,
+                payload=payload,
+                created_at=now,
+                updated_at=now,
+                resent_from=outbox_id,
+            )
+            changed = (
+                Outbox.update(resent_as=new_id, updated_at=now)
+                .where(
+                    (Outbox.id == outbox_id)
+                    & Outbox.resent_as.is_null()
+                    & (Outbox.state == "expired")
+                )
+                .execute()
+            )
+            if changed != 1:
+                raise Conflict(ALREADY_SENT_AGAIN)
+            evidence = {"resent_as": new_id, "reason": reason}
+            self._event(
+                now, "resend", f"outbox:{outbox_id}", "expired", "expired", evidence, who=by
+            )
+            self._event(
+                now,
+                "resend",
+                f"outbox:{new_id}",
+                None,
+                "pending",
+                {"resent_from": outbox_id},
+                who=by,
+            )
+            return {"outbox": new_id, "resent_from": outbox_id}
+
+        args = {"outbox": outbox_id, "by": by}
+        return self._command("resend", key or fresh_key(f"resend:{outbox_id}"), args, run)
+
+    @staticmethod
+    def _check_resendable(old: Outbox) -> None:
+        dispatch: Dispatch | None = old.dispatch
+        if dispatch is None:
+            raise Conflict("Only an invitation or a work envelope can be sent again")
+        if old.kind == "invitation":
+            if dispatch.state != "invited":
+                raise Conflict(f"The invitation's dispatch is {dispatch.state}, no longer invited")
+            return
+        if old.kind == "work":
+            active = Binding.select().where(
+                (Binding.dispatch == dispatch) & (Binding.state == "active")
+            )
+            if not active.exists():
+                raise Conflict("The work's dispatch no longer has an active binding")
+            return
+        raise Conflict("Only an invitation or a work envelope can be sent again")
+
+    def cancel_stale(self, *, key: str | None = None) -> dict[str, Any]:
+        """At start: cancel pending envelopes that an older generation left behind."""
+
+        def run(now: float) -> dict[str, Any]:
+            current = Session.select(Session.generation).where(Session.id == Outbox.session)
+            stale = [
+                row.id
+                for row in Outbox.select(Outbox.id).where(
+                    (Outbox.state == "pending") & (Outbox.generation < current)
+                )
+            ]
+            for outbox_id in stale:
+                changed = (
+                    Outbox.update(state="cancelled", updated_at=now)
+                    .where((Outbox.id == outbox_id) & (Outbox.state == "pending"))
+                    .execute()
+                )
+                if changed:
+                    self._event(now, "cancel_stale", f"outbox:{outbox_id}", "pending", "cancelled")
+            return {"cancelled": stale}
+
+        return self._command("cancel_stale", key or fresh_key("cancel_stale"), {}, run)

@@ -1,0 +1,213 @@
+"""The ledger's tables (DESIGN.md section 3), declared once on a shared base.
+
+Times are Unix seconds (floats) so that the engine's clock can be injected; listings
+turn them into ISO-8601. JSON columns hold evidence exactly as it was observed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import peewee as pw
+
+database = pw.DatabaseProxy()
+
+
+class JSONField(pw.TextField):
+    """A JSON document stored as text; None stays NULL."""
+
+    def db_value(self, value: Any) -> str | None:
+        return None if value is None else json.dumps(value, sort_keys=True)
+
+    def python_value(self, value: str | None) -> Any:
+        return None if value is None else json.loads(value)
+
+
+class BaseModel(pw.Model):
+    class Meta:
+        database = database
+        legacy_table_names = False
+
+
+class Todo(BaseModel):
+    title = pw.TextField()
+    body = pw.TextField(default="")
+    project = pw.TextField(null=True)
+    state = pw.TextField(default="open")  # open, invited, taken, done, cancelled
+    created_at = pw.FloatField()
+
+    class Meta:
+        table_name = "engine_todos"
+
+
+class Session(BaseModel):
+    vendor = pw.TextField()  # claude, codex
+    host = pw.TextField()
+    native_id = pw.TextField()
+    mode = pw.TextField()  # managed, observed
+    surface = pw.TextField()  # native, compatibility
+    enrollment = pw.TextField(default="active")  # active, retired
+    generation = pw.IntegerField(default=1)
+    # No default on purpose: an unknown chat is "unknown", never "idle".
+    status = pw.TextField()  # idle, busy, waiting, shell, unknown, lost, exited
+    name = pw.TextField(null=True)
+    cwd = pw.TextField(null=True)  # description only, never identity
+    adoption = JSONField(null=True)  # the latest search: per Mac, what it answered
+    last_tried_at = pw.FloatField(null=True)
+    refused_until = pw.FloatField(null=True)
+    created_at = pw.FloatField()
+    updated_at = pw.FloatField()
+
+    class Meta:
+        table_name = "engine_sessions"
+        indexes = ((("vendor", "host", "native_id"), True),)
+
+    @property
+    def ref(self) -> str:
+        return f"{self.vendor}:{self.native_id}"
+
+
+class Dispatch(BaseModel):
+    todo = pw.ForeignKeyField(Todo, backref="dispatches")
+    session = pw.ForeignKeyField(Session, null=True, backref="dispatches")
+    state = pw.TextField()  # invited, accepted, declined, expired, cancelled, done
+    nonce = pw.TextField(null=True)
+    receipt = JSONField()  # where it came from: invitation, cli-take, adopted
+    created_at = pw.FloatField()
+    accepted_at = pw.FloatField(null=True)
+    outcome = pw.TextField(null=True)
+    outcome_by = pw.TextField(null=True)
+    outcome_at = pw.FloatField(null=True)
+
+    class Meta:
+        table_name = "engine_dispatches"
+
+
+class Binding(BaseModel):
+    todo = pw.ForeignKeyField(Todo, backref="bindings")
+    dispatch = pw.ForeignKeyField(Dispatch, backref="bindings")
+    session = pw.ForeignKeyField(Session, backref="bindings")
+    generation = pw.IntegerField()
+    state = pw.TextField(default="active")  # active, released
+    created_at = pw.FloatField()
+
+    class Meta:
+        table_name = "engine_bindings"
+
+
+class Outbox(BaseModel):
+    id = pw.TextField(primary_key=True)  # a UUID: the frame's msg_id and uuid
+    session = pw.ForeignKeyField(Session, backref="envelopes")
+    generation = pw.IntegerField()
+    dispatch = pw.ForeignKeyField(Dispatch, null=True, backref="envelopes")
+    kind = pw.TextField()  # invitation, work, reply-review
+    payload = JSONField()
+    state = pw.TextField(default="pending")  # pending, uncertain, delivered, expired, cancelled
+    created_at = pw.FloatField()  # fact 1: stored
+    transport_at = pw.FloatField(null=True)  # fact 2
+    transport = JSONField(null=True)
+    received_at = pw.FloatField(null=True)  # fact 3
+    receipt = JSONField(null=True)
+    accepted_at = pw.FloatField(null=True)  # fact 4
+    acceptance = JSONField(null=True)
+    cursor = JSONField(null=True)  # native session, host, transcript path, prediction
+    observed_offset = pw.IntegerField(default=0)  # where the next transcript read starts
+    held = JSONField(null=True)  # the receiver's held notice, if one was seen
+    expiry = JSONField(null=True)  # evidence of loss, with its reason
+    conflict = pw.TextField(null=True)
+    last_error = pw.TextField(null=True)
+    resent_as = pw.TextField(null=True, unique=True)
+    resent_from = pw.TextField(null=True, unique=True)
+    updated_at = pw.FloatField()
+
+    class Meta:
+        table_name = "engine_outbox"
+        indexes = ((("state", "session"), False),)
+
+
+class HostQueue(BaseModel):
+    host = pw.TextField()
+    outbox = pw.ForeignKeyField(Outbox, backref="attempts")
+    attempt = pw.IntegerField()
+    state = pw.TextField()  # intent, written, refused, failed
+    detail = pw.TextField(null=True)
+    created_at = pw.FloatField()
+    updated_at = pw.FloatField()
+
+    class Meta:
+        table_name = "engine_host_queue"
+        indexes = ((("outbox", "attempt"), True),)
+
+
+class Obligation(BaseModel):
+    dispatch = pw.ForeignKeyField(Dispatch, backref="obligations")
+    kind = pw.TextField(default="outcome")
+    legacy = pw.BooleanField(default=False)
+    due_at = pw.FloatField()
+    state = pw.TextField(default="open")  # open, met, overdue, reviewed
+    created_at = pw.FloatField()
+    met_at = pw.FloatField(null=True)
+
+    class Meta:
+        table_name = "engine_obligations"
+
+
+class Command(BaseModel):
+    key = pw.TextField(unique=True)
+    name = pw.TextField()
+    args_hash = pw.TextField()
+    result = JSONField()
+    created_at = pw.FloatField()
+
+    class Meta:
+        table_name = "engine_commands"
+
+
+class Event(BaseModel):
+    at = pw.FloatField(index=True)
+    who = pw.TextField()
+    command = pw.TextField()
+    subject = pw.TextField(index=True)  # "outbox:<id>", "todo:<n>", "session:<n>", ...
+    from_state = pw.TextField(null=True)
+    to_state = pw.TextField(null=True)
+    evidence = JSONField(null=True)
+
+    class Meta:
+        table_name = "engine_events"
+
+
+class Notification(BaseModel):
+    at = pw.FloatField()
+    kind = pw.TextField()  # chat enrolled, delivery expired, obligation overdue, ...
+    text = pw.TextField()
+    subject = pw.TextField(null=True)
+
+    class Meta:
+        table_name = "engine_notifications"
+
+
+class Setting(BaseModel):
+    """Small named facts the engine keeps, such as which chat is the chief."""
+
+    name = pw.TextField(primary_key=True)
+    value = JSONField()
+    updated_at = pw.FloatField()
+
+    class Meta:
+        table_name = "engine_settings"
+
+
+TABLES: list[type[BaseModel]] = [
+    Todo,
+    Session,
+    Dispatch,
+    Binding,
+    Outbox,
+    HostQueue,
+    Obligation,
+    Command,
+    Event,
+    Notification,
+    Setting,
+]

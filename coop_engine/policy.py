@@ -1,0 +1,132 @@
+"""Predicting the receiver's inbound verdict (DESIGN.md 5.6) and deciding, from that
+prediction and fresh evidence, whether a sent frame can no longer arrive (5.7).
+
+Both are pure: the host gathers the inputs where the chat lives; time is passed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
+if TYPE_CHECKING:
+    from typing import Any
+
+VERDICTS = ("accept", "hold", "refuse")
+STRICTNESS = {"accept": 0, "hold": 1, "refuse": 2}
+EXPIRY_SECONDS: dict[str, float | None] = {"60s": 60, "5m": 300, "10m": 600, "never": None}
+DEFAULT_DIALOG_EXPIRY = "5m"
+GRACE_SECONDS = 60
+PARITY = "permission-mode-parity"
+BYPASS = "bypassPermissions"
+KNOWN_MODES = ("default", "auto", "acceptEdits", "plan", "dontAsk", BYPASS)
+
+# Explicit values are looked for in this order; the first one wins.
+EXPLICIT_SOURCES = (("managed", "managed"), ("flag", "settings-flag"), ("user", "user"))
+# Repository settings can only tighten.
+TIGHTENING_SOURCES = (("project", "project"), ("local", "project-local"))
+
+
+def _unknown(why: str, dialog_expiry: str = DEFAULT_DIALOG_EXPIRY) -> dict[str, Any]:
+    return {
+        "verdict": "unknown",
+        "source": "unknown",
+        "why": why,
+        "dialog_expiry": dialog_expiry,
+        "mode": None,
+    }
+
+
+def _explicit(source: dict[str, Any]) -> str | None:
+    value = source["value"].get("crossSessionInbound")
+    if value is None:
+        return None
+    # An invalid value counts as hold: the safe reading of a setting nobody understands.
+    return value if value in VERDICTS else "hold"
+
+
+def _dialog_expiry(inputs: dict[str, Any]) -> str:
+    for name, _ in EXPLICIT_SOURCES:  # project settings do not set it
+        source = inputs.get(name)
+        if source and "value" in source:
+            value = source["value"].get("dialogExpiry")
+            if value in EXPIRY_SECONDS:
+                return str(value)
+    return DEFAULT_DIALOG_EXPIRY
+
+
+def _mode(inputs: dict[str, Any]) -> str | None:
+    """The receiver's recorded mode: its transcript, else its command line, else
+    permissions.defaultMode from its settings."""
+    for candidate in (inputs.get("recorded_mode"), inputs.get("cmdline_mode")):
+        if candidate:
+            return str(candidate)
+    for name, _ in EXPLICIT_SOURCES:
+        source = inputs.get(name)
+        if source and "value" in source:
+            permissions = source["value"].get("permissions")
+            if isinstance(permissions, dict) and permissions.get("defaultMode"):
+                return str(permissions["defaultMode"])
+    # A readable command line with no mode flag runs in the default mode.
+    return "default" if inputs.get("cmdline_readable") else None
+
+
+def inbound_policy(inputs: dict[str, Any]) -> dict[str, Any]:
+    """accept, hold, refuse or unknown, with the source that decided and dialogExpiry."""
+    for name, _ in EXPLICIT_SOURCES + TIGHTENING_SOURCES:
+        source = inputs.get(name)
+        if source and "error" in source:
+            return _unknown(f"{source.get('path', name)}: {source['error']}")
+    expiry = _dialog_expiry(inputs)
+    verdict: str | None = None
+    label = PARITY
+    for name, source_label in EXPLICIT_SOURCES:
+        source = inputs.get(name)
+        if source and (value := _explicit(source)):
+            verdict, label = value, source_label
+            break
+    mode = _mode(inputs)
+    if verdict is None:
+        if mode is None:
+            return _unknown("no explicit setting and no recorded permission mode", expiry)
+        if mode not in KNOWN_MODES:
+            return _unknown(f"unrecognised permission mode {mode!r}", expiry)
+        # Coop asserts no permission mode, so a bypassing receiver holds its frames.
+        verdict = "hold" if mode == BYPASS else "accept"
+    for name, source_label in TIGHTENING_SOURCES:
+        source = inputs.get(name)
+        value = _explicit(source) if source else None
+        if value is None:
+            continue
+        stricter = STRICTNESS[value] > STRICTNESS[verdict]
+        # An explicit hold never expires: prefer it over an equal parity hold.
+        if stricter or (label == PARITY and STRICTNESS[value] == STRICTNESS[verdict]):
+            verdict, label = value, source_label
+    return {"verdict": verdict, "source": label, "dialog_expiry": expiry, "mode": mode}
+
+
+def delivery_verdict(
+    prediction: dict[str, Any] | None,
+    sent_at: float,
+    now: float,
+    registry_status: Callable[[], str | None],
+    mentions: Callable[[], bool],
+) -> str | None:
+    """One of the three reasons a sent frame can no longer arrive, or None to keep
+    watching. `registry_status` and `mentions` are read only when the answer needs them
+    (the transcript after the status: a frame consumed meanwhile is in the file first)."""
+    policy = prediction or {"verdict": "unknown"}
+    verdict = policy.get("verdict")
+    if verdict == "refuse":
+        return "refused-by-receiver-policy"
+    if verdict == "hold":
+        expiry = EXPIRY_SECONDS.get(str(policy.get("dialog_expiry")))
+        if policy.get("source") != PARITY or expiry is None:
+            return None  # an explicit hold stays watched: an accept may release it
+        if now >= sent_at + expiry + GRACE_SECONDS:
+            return "held-for-approval-then-expired"
+        return None
+    if verdict == "accept" and now >= sent_at + GRACE_SECONDS:
+        if registry_status() == "idle" and not mentions():
+            return "receiver-idle-without-entry"
+    return None

@@ -1,0 +1,49 @@
+"""The words Coop puts in front of a chat: invitations, work, second attempts."""
+
+from __future__ import annotations
+
+CLI_TAKE_OPENING = (
+    "You took this work yourself through the Coop CLI, and Coop now follows this chat "
+    "for it: the binding below is yours already, nothing new is being assigned."
+)
+
+
+def _todo_lines(todo_id: int, title: str, body: str) -> list[str]:
+    lines = [f"Todo #{todo_id}: {title}"]
+    if body:
+        lines.append(body)
+    return lines
+
+
+def invitation(todo_id: int, title: str, body: str, nonce: str) -> str:
+    """An invitation: what the todo is, and the literal answer that takes it."""
+    return "\n".join(
+        [
+            f"Coop invites you to todo #{todo_id}: {title}",
+            *([body] if body else []),
+            f"To take it, end your reply with: COOP_ACCEPT {nonce}",
+            f"To pass, end your reply with: COOP_DECLINE {nonce}",
+        ]
+    )
+
+
+def work(todo_id: int, title: str, body: str) -> str:
+    """The work envelope that follows an accepted invitation."""
+    return "\n".join(
+        [
+            *_todo_lines(todo_id, title, body),
+            "It is yours now. When it is done, report the outcome with:",
+            f'coop todo report {todo_id} --outcome "<what happened>" --by worker',
+        ]
+    )
+
+
+def cli_take_work(todo_id: int, title: str, body: str) -> str:
+    """The work envelope an adopted CLI taker receives (seed 003's opening sentence)."""
+    return "\n".join([CLI_TAKE_OPENING, "", work(todo_id, title, body)])
+
+
+def second_attempt(first_id: str, reason: str, text: str) -> str:
+    """A resent envelope says it is a second attempt and why, so its body never equals
+    the first one's (receivers drop an identical body from the same sender)."""
+    return f"Second attempt: the first message ({first_id}) was not delivered ({reason}).\n{text}"

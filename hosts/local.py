@@ -1,0 +1,164 @@
+"""LocalHost: the Host operations answered on this machine.
+
+The ssh helper runs this same class on the remote Mac, so every operation takes and
+returns JSON-able values and touches only the standard library.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from hosts import native, transcripts
+from hosts.base import OPERATIONS, Host
+from hosts.platforms import Platform, current_platform
+from hosts.settings import SettingsReader, default_config_dir
+
+TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
+if TYPE_CHECKING:
+    from typing import Any
+
+MAX_TRANSCRIPT_READ = 16 << 20
+
+
+class LocalHost(Host):
+    def __init__(
+        self,
+        name: str = "office",
+        config_dir: Path | None = None,
+        platform: Platform | None = None,
+        managed_dir: Path | None = None,
+        codex_home: Path | None = None,
+    ) -> None:
+        self.name = name
+        self.config_dir = config_dir or default_config_dir()
+        self.platform = platform or current_platform()
+        self.managed_dir = managed_dir or self.platform.managed_settings_dir
+        self.codex_home = codex_home
+        self._transcripts: dict[str, str] = {}
+
+    def call(self, op: str, **args: Any) -> Any:
+        if op not in OPERATIONS:
+            raise ValueError(f"unknown host operation {op!r}")
+        method = getattr(self, f"_op_{op}")
+        return method(**args)
+
+    # --- registry ---------------------------------------------------------------------
+
+    def _scan(self) -> native.Scan:
+        return native.scan_registry(self.config_dir, self.platform)
+
+    def _live_entry(self, session_id: str) -> native.RegistryEntry | None:
+        live = [e for e in self._scan().entries if e.live and e.session_id == session_id]
+        return live[0] if len(live) == 1 else None
+
+    def _op_chats(self, with_policy: bool = False) -> dict[str, Any]:
+        scan = self._scan()
+        reader = self._settings_reader() if with_policy else None
+        chats = []
+        for entry in scan.entries:
+            data = entry.data
+            chat = {
+                "host": self.name,
+                "session_id": entry.session_id,
+                "pid": entry.pid,
+                "live": entry.live,
+                "name": data.get("name"),
+                "status": data.get("status") if entry.live else "exited",
+                "cwd": data.get("cwd"),
+                "tmux": data.get("tmux"),
+                "socket": native.socket_verdict(entry),
+                "entry": data,
+            }
+            if reader is not None and entry.live:
+                path = self._transcript(str(entry.session_id), data.get("cwd"))
+                chat["policy_inputs"] = reader.inputs(data, path)
+            chats.append(chat)
+        return {"host": self.name, "chats": chats, "skipped": scan.skipped}
+
+    def _op_target(self, session_id: str) -> dict[str, Any]:
+        return native.target(self.config_dir, self.platform, session_id).as_dict()
+
+    def _op_send_frame(
+        self, expected: dict[str, Any], session_id: str, line: str
+    ) -> dict[str, Any]:
+        pinned = native.Target(**expected)
+        return native.send_frame(self.config_dir, self.platform, pinned, session_id, line.encode())
+
+    def _op_registry_entry(self, session_id: str) -> dict[str, Any] | None:
+        entry = self._live_entry(session_id)
+        return None if entry is None else entry.data
+
+    def _settings_reader(self) -> SettingsReader:
+        return SettingsReader(self.config_dir, self.managed_dir, self.platform.cmdline)
+
+    def _op_policy_inputs(self, session_id: str) -> dict[str, Any]:
+        entry = self._live_entry(session_id)
+        if entry is None:
+            raise native.NativeRefusal(f"No live chat with session {session_id}")
+        path = self._transcript(session_id, entry.data.get("cwd"))
+        return self._settings_reader().inputs(entry.data, path)
+
+    # --- transcripts ------------------------------------------------------------------
+
+    def _transcript(self, session_id: str, cwd: str | None = None) -> str | None:
+        known = self._transcripts.get(session_id)
+        if known is not None and os.path.exists(known):
+            return known
+        found = transcripts.locate(
+            self.config_dir, session_id, cwd if isinstance(cwd, str) else None
+        )
+        if found is not None:
+            self._transcripts[session_id] = found
+        return found
+
+    def _op_transcript_position(self, session_id: str) -> dict[str, Any]:
+        path = self._transcript(session_id)
+        if path is None:
+            # No transcript exists until the chat's first message: start at 0.
+            return {"path": None, "size": 0, "inode": None}
+        try:
+            info = os.stat(path)
+        except OSError:
+            return {"path": path, "size": 0, "inode": None}
+        return {"path": path, "size": info.st_size, "inode": info.st_ino}
+
+    def _op_transcript_scan(
+        self, session_id: str, offset: int, needles: list[str], inode: int | None = None
+    ) -> dict[str, Any]:
+        path = self._transcript(session_id)
+        chunk = transcripts.scan_for(path, offset, [n.encode() for n in needles], inode)
+        return chunk.as_dict()
+
+    def _op_transcript_read(
+        self, session_id: str, offset: int, max_bytes: int, inode: int | None = None
+    ) -> dict[str, Any]:
+        path = self._transcript(session_id)
+        chunk = transcripts.read_lines(path, offset, min(max_bytes, MAX_TRANSCRIPT_READ), inode)
+        return chunk.as_dict()
+
+    def _op_transcript_tail(self, session_id: str, max_bytes: int) -> dict[str, Any]:
+        path = self._transcript(session_id)
+        return transcripts.tail(path, min(max_bytes, MAX_TRANSCRIPT_READ)).as_dict()
+
+    # --- adoption, health ------------------------------------------------------
+
+    def _op_find_session(self, vendor: str, native_id: str) -> dict[str, Any]:
+        if vendor != "claude":
+            raise ValueError(f"no {vendor} door on this host")
+        live = [e for e in self._scan().entries if e.live and e.session_id == native_id]
+        return {"host": self.name, "matches": len(live), "pids": [e.pid for e in live]}
+
+    def _op_health(self) -> dict[str, Any]:
+        import socket
+
+        scan = self._scan()
+        return {
+            "host": self.name,
+            "hostname": socket.gethostname(),
+            "pid": os.getpid(),
+            "time": time.time(),
+            "chats_registered": len(scan.entries),
+            "chats_live": sum(1 for e in scan.entries if e.live),
+        }

@@ -1,0 +1,149 @@
+"""What differs between macOS and Linux: process births, command lines, parents, and
+where managed settings live.
+
+Process births are read for all pids of one registry scan at once: `/proc` on Linux,
+one `ps` call for every pid on macOS; never one process per chat. `MacPlatform` also
+runs on Linux (procps `ps` speaks the same options), which is how its path is tested.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from hosts.files import read_file
+
+TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
+if TYPE_CHECKING:
+    from typing import Any
+
+# ps reports start times to the second; Claude Code stamps startedAt a little after exec.
+STARTED_AT_SLACK_SECONDS = 10
+
+
+class Platform(ABC):
+    """The process and path facts of one operating system."""
+
+    name = "generic"
+    managed_settings_dir = Path("/etc/claude-code")
+
+    @abstractmethod
+    def births(self, pids: Iterable[int]) -> dict[int, str]:
+        """Birth tokens of the live processes among `pids` (absent pids are not live)."""
+
+    @abstractmethod
+    def birth_matches(self, entry: Mapping[str, Any], birth: str) -> bool:
+        """Whether a registry entry's recorded start is this live process's birth."""
+
+    @abstractmethod
+    def cmdline(self, pid: int) -> list[str] | None:
+        """The process's argument vector, or None when it cannot be read."""
+
+    @abstractmethod
+    def parent(self, pid: int) -> int | None:
+        """The parent pid, or None when the process is gone."""
+
+
+def _proc_stat_fields(pid: int) -> list[str] | None:
+    """Fields 3.. of /proc/<pid>/stat; the command name may hold spaces and parentheses."""
+    try:
+        raw = read_file(f"/proc/{pid}/stat", 4096)
+    except OSError:
+        return None
+    _, _, rest = raw.rpartition(b")")
+    return rest.decode("ascii", "replace").split()
+
+
+class LinuxPlatform(Platform):
+    name = "linux"
+    managed_settings_dir = Path("/etc/claude-code")
+
+    def births(self, pids: Iterable[int]) -> dict[int, str]:
+        found = {}
+        for pid in pids:
+            fields = _proc_stat_fields(pid)
+            if fields is not None and len(fields) > 19:
+                found[pid] = fields[19]  # field 22: start time in clock ticks since boot
+        return found
+
+    def birth_matches(self, entry: Mapping[str, Any], birth: str) -> bool:
+        recorded = entry.get("procStart")
+        if recorded is not None:
+            return str(recorded) == birth
+        # An entry without procStart cannot prove it belongs to this process.
+        return False
+
+    def cmdline(self, pid: int) -> list[str] | None:
+        try:
+            raw = read_file(f"/proc/{pid}/cmdline")
+        except OSError:
+            return None
+        return [part.decode("utf-8", "replace") for part in raw.split(b"\0")[:-1]] or None
+
+    def parent(self, pid: int) -> int | None:
+        fields = _proc_stat_fields(pid)
+        if fields is None or len(fields) < 2:
+            return None
+        return int(fields[1])
+
+
+def _run_ps(args: list[str]) -> str:
+    import subprocess
+
+    env = {**os.environ, "LC_ALL": "C"}
+    result = subprocess.run(
+        ["ps", *args], capture_output=True, text=True, timeout=10, env=env, check=False
+    )
+    # ps exits 1 when some pids are gone; what it printed for the others still counts.
+    return result.stdout
+
+
+class MacPlatform(Platform):
+    name = "darwin"
+    managed_settings_dir = Path("/Library/Application Support/ClaudeCode")
+
+    def births(self, pids: Iterable[int]) -> dict[int, str]:
+        wanted = sorted(set(pids))
+        if not wanted:
+            return {}
+        out = _run_ps(["-o", "pid=,lstart=", "-p", ",".join(map(str, wanted))])
+        found = {}
+        for line in out.splitlines():
+            parts = line.split(None, 1)
+            if len(parts) != 2 or not parts[0].isdigit():
+                continue
+            try:
+                started = time.mktime(time.strptime(parts[1].strip(), "%a %b %d %H:%M:%S %Y"))
+            except ValueError:
+                continue
+            found[int(parts[0])] = str(int(started))
+        return found
+
+    def birth_matches(self, entry: Mapping[str, Any], birth: str) -> bool:
+        started_ms = entry.get("startedAt")
+        if not isinstance(started_ms, int | float) or isinstance(started_ms, bool):
+            return False
+        # startedAt is stamped after exec: never before the process's start second, and
+        # not long after it. A reused pid starts later than the entry says.
+        delta = started_ms / 1000 - int(birth)
+        return -1 < delta <= STARTED_AT_SLACK_SECONDS
+
+    def cmdline(self, pid: int) -> list[str] | None:
+        if sys.platform == "darwin":
+            from hosts.procargs import darwin_procargs
+
+            return darwin_procargs(pid)
+        out = _run_ps(["-ww", "-o", "args=", "-p", str(pid)]).strip()
+        return out.split() if out else None
+
+    def parent(self, pid: int) -> int | None:
+        out = _run_ps(["-o", "ppid=", "-p", str(pid)]).strip()
+        return int(out) if out.isdigit() else None
+
+
+def current_platform() -> Platform:
+    return MacPlatform() if sys.platform == "darwin" else LinuxPlatform()

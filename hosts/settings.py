@@ -1,0 +1,165 @@
+"""What a chat's inbound policy is predicted from, read where the chat lives.
+
+The host reads files and the command line; the engine's `policy.inbound_policy` turns
+these inputs into a verdict. A file that is absent is not an error; a file that exists
+but cannot be read or parsed is reported as an error, which predicts `unknown`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from hosts import transcripts
+from hosts.files import read_file
+
+TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
+if TYPE_CHECKING:
+    from typing import Any
+
+    # {"path", "value"} or {"path", "error"}; None: absent
+    Source = dict[str, Any] | None
+
+MODE_TAIL_BYTES = 256 << 10
+BYPASS = "bypassPermissions"
+
+
+
+def read_json_file(path: str | os.PathLike[str]) -> Source:
+    path = os.fspath(path)
+    try:
+        raw = read_file(path)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        return {"path": path, "error": f"unreadable: {error.strerror}"}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {"path": path, "error": "not valid JSON"}
+    if not isinstance(value, dict):
+        return {"path": path, "error": "not a JSON object"}
+    return {"path": path, "value": value}
+
+
+def managed_settings(folder: Path) -> Source:
+    """managed-settings.json, then managed-settings.d/*.json in name order (later wins)."""
+    parts = [folder / "managed-settings.json"]
+    try:
+        parts += sorted((folder / "managed-settings.d").glob("*.json"))
+    except OSError:
+        pass
+    merged: dict[str, Any] = {}
+    found = False
+    for part in parts:
+        source = read_json_file(part)
+        if source is None:
+            continue
+        if "error" in source:
+            return source
+        found = True
+        merged.update(source["value"])
+    return {"path": str(folder), "value": merged} if found else None
+
+
+def flag_value(argv: list[str], flag: str) -> str | None:
+    """The value of `--flag V` or `--flag=V` (the last one wins, as in a CLI parser)."""
+    value = None
+    for index, arg in enumerate(argv):
+        if arg == flag and index + 1 < len(argv):
+            value = argv[index + 1]
+        elif arg.startswith(flag + "="):
+            value = arg[len(flag) + 1 :]
+    return value
+
+
+def settings_flag(argv: list[str] | None, cwd: str | None) -> Source:
+    """The `--settings` flag: inline JSON, or a path (relative to the chat's cwd)."""
+    value = flag_value(argv or [], "--settings")
+    if value is None:
+        return None
+    if value.lstrip().startswith("{"):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return {"path": "--settings", "error": "inline --settings is not valid JSON"}
+        if not isinstance(parsed, dict):
+            return {"path": "--settings", "error": "inline --settings is not a JSON object"}
+        return {"path": "--settings", "value": parsed}
+    path = Path(value).expanduser()
+    if not path.is_absolute() and cwd:
+        path = Path(cwd) / path
+    source = read_json_file(path)
+    return source if source is not None else {"path": str(path), "error": "file not found"}
+
+
+def cmdline_mode(argv: list[str] | None) -> str | None:
+    if not argv:
+        return None
+    if "--dangerously-skip-permissions" in argv:
+        return BYPASS
+    return flag_value(argv, "--permission-mode")
+
+
+def latest_permission_mode(lines: list[tuple[int, bytes]]) -> str | None:
+    """The newest mode a transcript recorded: `permissionMode` on a user entry, or a
+    `permission-mode` entry."""
+    for _, line in reversed(lines):
+        if b'"permissionMode"' not in line:
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(entry, dict) or entry.get("isSidechain"):
+            continue
+        mode = entry.get("permissionMode")
+        if entry.get("type") in ("user", "permission-mode") and isinstance(mode, str):
+            return mode
+    return None
+
+
+class SettingsReader:
+    """Reads policy inputs for many chats, reading each shared file once."""
+
+    def __init__(
+        self, config_dir: Path, managed_dir: Path, cmdline: Callable[[int], list[str] | None]
+    ) -> None:
+        self.config_dir = config_dir
+        self.managed_dir = managed_dir
+        self.cmdline = cmdline
+        self._cache: dict[str, Source] = {}
+        self._managed: Source = None
+        self._managed_read = False
+
+    def _file(self, path: str) -> Source:
+        if path not in self._cache:
+            self._cache[path] = read_json_file(path)
+        return self._cache[path]
+
+    def inputs(self, entry: dict[str, Any], transcript: str | None) -> dict[str, Any]:
+        pid = entry.get("pid")
+        argv = self.cmdline(pid) if isinstance(pid, int) else None
+        cwd = entry.get("cwd") if isinstance(entry.get("cwd"), str) else None
+        if not self._managed_read:
+            self._managed = managed_settings(self.managed_dir)
+            self._managed_read = True
+        project = os.path.join(cwd, ".claude") if cwd else None
+        mode_lines = transcripts.tail(transcript, MODE_TAIL_BYTES).lines if transcript else []
+        return {
+            "managed": self._managed,
+            "flag": settings_flag(argv, cwd),
+            "user": self._file(os.path.join(self.config_dir, "settings.json")),
+            "project": self._file(os.path.join(project, "settings.json")) if project else None,
+            "local": self._file(os.path.join(project, "settings.local.json")) if project else None,
+            "recorded_mode": latest_permission_mode(mode_lines),
+            "cmdline_mode": cmdline_mode(argv),
+            "cmdline_readable": argv is not None,
+        }
+
+
+def default_config_dir() -> Path:
+    raw = os.environ.get("CLAUDE_CONFIG_DIR")
+    return Path(raw).expanduser() if raw else Path.home() / ".claude"

@@ -1,0 +1,220 @@
+"""Reading a chat's JSONL transcript forward from a byte offset.
+
+Only complete lines count: a torn last line waits for its newline. Offsets are byte
+offsets the caller keeps; a read never goes back. Searching scans bytes for the needle
+before anything is parsed, so cost follows the new bytes, not the file's history.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
+if TYPE_CHECKING:
+    from typing import Any
+
+StrPath = str | os.PathLike[str]
+CHUNK = 4 << 20
+MAX_READ = 16 << 20
+MAX_NAME = 200
+SAFE_SESSION_ID = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
+
+
+def escape_cwd(cwd: str) -> str:
+    """The project folder name Claude Code derives from a working directory."""
+    name = re.sub(r"[^a-zA-Z0-9]", "-", cwd)
+    if len(name) > MAX_NAME:
+        import hashlib
+
+        name = name[:MAX_NAME] + "-" + hashlib.sha256(cwd.encode()).hexdigest()[:8]
+    return name
+
+
+def locate(
+    config_dir: str | os.PathLike[str], session_id: str, cwd: str | None = None
+) -> str | None:
+    """The transcript for a session id, found by the id, not the cwd: the cwd only
+    says where to look first."""
+    if not SAFE_SESSION_ID.match(session_id) or session_id.startswith("."):
+        return None
+    projects = os.path.join(config_dir, "projects")
+    name = f"{session_id}.jsonl"
+    if cwd:
+        guess = os.path.join(projects, escape_cwd(cwd), name)
+        if os.path.isfile(guess):
+            return guess
+    try:
+        folders = list(os.scandir(projects))
+    except OSError:
+        return None
+    for folder in folders:
+        candidate = os.path.join(folder.path, name)
+        if folder.is_dir(follow_symlinks=False) and os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+class Chunk:
+    """Complete lines read from `start`; `end` is where the next read starts."""
+
+    def __init__(
+        self,
+        path: str | None,
+        start: int,
+        end: int,
+        size: int,
+        inode: int | None,
+        rotated: bool = False,
+    ) -> None:
+        self.path = path
+        self.start = start
+        self.end = end
+        self.size = size
+        self.inode = inode
+        self.rotated = rotated
+        self.lines: list[tuple[int, bytes]] = []
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "start": self.start,
+            "end": self.end,
+            "size": self.size,
+            "inode": self.inode,
+            "rotated": self.rotated,
+            "lines": [[offset, line.decode("utf-8", "replace")] for offset, line in self.lines],
+        }
+
+
+def _open_at(path: StrPath | None, offset: int, inode: int | None) -> tuple[Any, Chunk]:
+    """Open the file and decide where reading starts: a file that is shorter than the
+    offset, or another file under the same name, was rotated and is read from 0."""
+    if path is None:
+        return None, Chunk(None, offset, offset, 0, None)
+    try:
+        handle = open(path, "rb")
+    except OSError:
+        return None, Chunk(os.fspath(path), offset, offset, 0, None)
+    info = os.fstat(handle.fileno())
+    rotated = info.st_size < offset or (inode is not None and info.st_ino != inode)
+    start = 0 if rotated else offset
+    return handle, Chunk(os.fspath(path), start, start, info.st_size, info.st_ino, rotated=rotated)
+
+
+def split_lines(data: bytes, base: int) -> tuple[list[tuple[int, bytes]], int]:
+    """Complete lines of `data` (which starts at byte `base`) and the offset after the
+    last newline."""
+    lines = []
+    position = 0
+    while True:
+        newline = data.find(b"\n", position)
+        if newline < 0:
+            break
+        if newline > position:
+            lines.append((base + position, data[position:newline]))
+        position = newline + 1
+    return lines, base + position
+
+
+def read_lines(
+    path: StrPath | None, offset: int, max_bytes: int = MAX_READ, inode: int | None = None
+) -> Chunk:
+    """Complete lines from `offset`, at most about `max_bytes` of them."""
+    handle, chunk = _open_at(path, offset, inode)
+    if handle is None:
+        return chunk
+    with handle:
+        handle.seek(chunk.start)
+        data = handle.read(max_bytes)
+    lines, chunk.end = split_lines(data, chunk.start)
+    if not lines and len(data) >= max_bytes:
+        # One line longer than the whole budget: skip it rather than stall forever.
+        lines, chunk.end = _skip_long_line(path, chunk.start)
+    chunk.lines = lines
+    return chunk
+
+
+def _skip_long_line(path: StrPath | None, start: int) -> tuple[list[tuple[int, bytes]], int]:
+    assert path is not None
+    with open(path, "rb") as handle:
+        handle.seek(start)
+        position = start
+        while True:
+            block = handle.read(CHUNK)
+            if not block:
+                return [], start
+            newline = block.find(b"\n")
+            if newline >= 0:
+                return [], position + newline + 1
+            position += len(block)
+
+
+def scan_for(
+    path: StrPath | None, offset: int, needles: list[bytes], inode: int | None = None
+) -> Chunk:
+    """Complete lines from `offset` to the end that contain any needle. The bytes are
+    searched first, in one reused buffer; lines are cut out only around a hit."""
+    handle, chunk = _open_at(path, offset, inode)
+    if handle is None:
+        return chunk
+    buffer = bytearray(CHUNK)
+    filled = 0  # bytes of an unfinished line carried to the buffer's front
+    base = chunk.start
+    hits: list[tuple[int, bytes]] = []
+    with handle:
+        handle.seek(chunk.start)
+        while True:
+            with memoryview(buffer) as free:
+                read = handle.readinto(free[filled:])
+            if not read:
+                break
+            total = filled + read
+            end = buffer.rfind(b"\n", 0, total) + 1
+            if end == 0:
+                if total == len(buffer):
+                    buffer.extend(bytes(len(buffer)))  # one line longer than the buffer
+                filled = total
+                continue
+            for needle in needles:
+                _collect_hits(buffer, end, base, needle, hits)
+            base += end
+            filled = total - end
+            buffer[:filled] = buffer[end:total]
+    chunk.end = base
+    chunk.lines = sorted(set(hits))
+    return chunk
+
+
+def _collect_hits(
+    data: bytearray, end: int, base: int, needle: bytes, into: list[tuple[int, bytes]]
+) -> None:
+    position = data.find(needle, 0, end)
+    while position >= 0:
+        line_start = data.rfind(b"\n", 0, position) + 1
+        line_end = data.find(b"\n", position, end)
+        into.append((base + line_start, bytes(data[line_start:line_end])))
+        position = data.find(needle, line_end, end)
+
+
+def tail(path: StrPath | None, max_bytes: int) -> Chunk:
+    """The complete lines in the last `max_bytes` of the file."""
+    if path is None:
+        return Chunk(None, 0, 0, 0, None)
+    name = os.fspath(path)
+    try:
+        fd = os.open(name, os.O_RDONLY)
+    except OSError:
+        return Chunk(name, 0, 0, 0, None)
+    try:
+        info = os.fstat(fd)
+        # Start one byte early: if that byte is a newline, the first line is whole.
+        start = max(0, info.st_size - max_bytes - 1)
+        data = os.pread(fd, info.st_size - start, start)
+    finally:
+        os.close(fd)
+    chunk = Chunk(name, start, start, info.st_size, info.st_ino)
+    chunk.lines, chunk.end = split_lines(data, start)
+    if start > 0 and chunk.lines and chunk.lines[0][0] == start:
+        chunk.lines = chunk.lines[1:]
+    return chunk

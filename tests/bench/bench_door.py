@@ -1,0 +1,225 @@
+"""Benchmarks of the Claude door: registry_scan, transcript_find, cli_list."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+
+from tests.bench.common import ROOT, LiveRegistry, median_seconds, report, run_main
+
+from hosts import native, transcripts
+from hosts.platforms import LinuxPlatform, MacPlatform, _run_ps
+
+CHATS = 200
+
+
+class OnePsPerChat(MacPlatform):
+    """What the seeds describe: `ps` run once for every registered chat."""
+
+    def births(self, pids):  # type: ignore[no-untyped-def]
+        found = {}
+        for pid in pids:
+            found.update(MacPlatform.births(self, [pid]))
+        return found
+
+
+def registry_scan() -> bool:
+    registry = LiveRegistry(CHATS)
+    try:
+        per_chat = median_seconds(
+            lambda: native.scan_registry(registry.config, OnePsPerChat()), repeat=3
+        )
+        batched_ps = median_seconds(
+            lambda: native.scan_registry(registry.config, MacPlatform()), repeat=5
+        )
+        proc = median_seconds(
+            lambda: native.scan_registry(registry.config, LinuxPlatform()), repeat=9
+        )
+        assert all(e.live for e in native.scan_registry(registry.config, LinuxPlatform()).entries)
+        assert all(e.live for e in native.scan_registry(registry.config, MacPlatform()).entries)
+    finally:
+        registry.close()
+    report(
+        "registry_scan_mac",
+        per_chat / batched_ps,
+        minimum=20,
+        chats=CHATS,
+        per_chat_ms=per_chat * 1000,
+        one_ps_ms=batched_ps * 1000,
+    )
+    return report(
+        "registry_scan",
+        per_chat / proc,
+        minimum=20,
+        chats=CHATS,
+        per_chat_ms=per_chat * 1000,
+        batched_ms=proc * 1000,
+    )
+
+
+def _transcript_lines(count: int) -> list[bytes]:
+    """Lines shaped like a working chat's: assistant tool calls with usage, tool results."""
+    session = str(uuid.uuid4())
+    lines = []
+    for index in range(count):
+        common = {
+            "parentUuid": str(uuid.uuid4()),
+            "isSidechain": False,
+            "userType": "external",
+            "cwd": "/Users/dad/src/coop",
+            "sessionId": session,
+            "version": "2.1.328",
+            "gitBranch": "main",
+            "uuid": str(uuid.uuid4()),
+            "timestamp": "2026-11-29T20:50:00.000Z",
+        }
+        if index % 2 == 0:
+            entry = {
+                **common,
+                "type": "assistant",
+                "requestId": f"req_{index}",
+                "message": {
+                    "id": f"msg_{index}",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "claude-opus-4-5",
+                    "content": [
+                        {
+                            "type": "text",
+                            "text": "Let me look at the failing test and the importer. " * 4,
+                        },
+                        {
+                            "type": "tool_use",
+                            "id": f"toolu_{index}",
+                            "name": "Bash",
+                            "input": {
+                                "command": f"pytest -q tests/test_import_{index}.py",
+                                "timeout": 120000,
+                            },
+                        },
+                    ],
+                    "stop_reason": None,
+                    "usage": {
+                        "input_tokens": 1200 + index,
+                        "cache_creation_input_tokens": 0,
+                        "cache_read_input_tokens": 53000,
+                        "output_tokens": 240,
+                        "service_tier": "standard",
+                    },
+                },
+            }
+        else:
+            output = "\n".join(
+                f"tests/test_import_{index}.py::test_case_{n} PASSED" for n in range(20)
+            )
+            entry = {
+                **common,
+                "type": "user",
+                "message": {
+                    "role": "user",
+                    "content": [
+                        {
+                            "tool_use_id": f"toolu_{index - 1}",
+                            "type": "tool_result",
+                            "content": output,
+                            "is_error": False,
+                        },
+                    ],
+                },
+                "toolUseResult": {"stdout": output, "stderr": "", "interrupted": False},
+            }
+        lines.append(json.dumps(entry).encode() + b"\n")
+    return lines
+
+
+def transcript_find() -> bool:
+    target = Path(tempfile.mkdtemp(prefix="bench", dir="/tmp")) / "big.jsonl"
+    outbox_id = str(uuid.uuid4())
+    block = b"".join(_transcript_lines(1000))
+    size = 500 << 20
+    with open(target, "wb") as out:
+        written = 0
+        while written < size:
+            out.write(block)
+            written += len(block)
+        out.write(
+            json.dumps(
+                {
+                    "type": "user",
+                    "isMeta": True,
+                    "origin": {"kind": "peer", "from": "cwkCoop", "msg_id": outbox_id},
+                }
+            ).encode()
+            + b"\n"
+        )
+    megabytes = target.stat().st_size / (1 << 20)
+
+    def bytes_first() -> None:
+        chunk = transcripts.scan_for(target, 0, [outbox_id.encode()])
+        assert len(chunk.lines) == 1
+
+    def parse_every_line() -> None:
+        found = 0
+        with open(target, "rb") as handle:
+            for raw in handle:
+                entry = json.loads(raw)
+                if (entry.get("origin") or {}).get("msg_id") == outbox_id:
+                    found += 1
+        assert found == 1
+
+    try:
+        scan = median_seconds(bytes_first, repeat=3)
+        parse = median_seconds(parse_every_line, repeat=1, warmup=0)
+    finally:
+        target.unlink()
+    return report(
+        "transcript_find",
+        parse / scan,
+        minimum=5,
+        megabytes=round(megabytes),
+        scan_mb_s=megabytes / scan,
+        parse_mb_s=megabytes / parse,
+    )
+
+
+def cli_list() -> bool:
+    registry = LiveRegistry(CHATS)
+    coop = Path(sys.executable).with_name("coop")
+    env = {
+        **os.environ,
+        "CLAUDE_CONFIG_DIR": str(registry.config),
+        "COOP_HOME": str(registry.root / "home"),
+    }
+
+    def listing() -> None:
+        out = subprocess.run(
+            [str(coop), "chats", "--json"], capture_output=True, env=env, check=True
+        ).stdout
+        assert len(json.loads(out)) == CHATS
+
+    def bare() -> None:
+        subprocess.run([sys.executable, "-c", "pass"], check=True, env=env)
+
+    try:
+        chats = median_seconds(listing, repeat=9)
+        python = median_seconds(bare, repeat=9)
+    finally:
+        registry.close()
+    return report(
+        "cli_list",
+        chats / python,
+        maximum=2.0,
+        chats=CHATS,
+        coop_chats_ms=chats * 1000,
+        python_pass_ms=python * 1000,
+    )
+
+
+if __name__ == "__main__":
+    os.chdir(ROOT)
+    run_main([registry_scan, transcript_find, cli_list])

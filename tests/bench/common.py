@@ -1,0 +1,113 @@
+"""Shared pieces of the benchmarks: timing, the report line, a registry of live chats.
+
+Every benchmark compares two ways of doing one job in the same run and prints
+`BENCH name=<name> ratio=<x> ...`; none asserts a wall-clock time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def median_seconds(job: Callable[[], Any], repeat: int = 7, warmup: int = 1) -> float:
+    for _ in range(warmup):
+        job()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        job()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def report(
+    name: str,
+    ratio: float,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    **fields: Any,
+) -> bool:
+    """Print the BENCH line; returns whether the ratio meets its bound."""
+    parts = [f"BENCH name={name}", f"ratio={ratio:.2f}"]
+    parts += [
+        f"{key}={value:.4g}" if isinstance(value, float) else f"{key}={value}"
+        for key, value in fields.items()
+    ]
+    ok = (minimum is None or ratio >= minimum) and (maximum is None or ratio <= maximum)
+    bound = f">={minimum}" if minimum is not None else f"<={maximum}"
+    parts.append(f"bound={bound} {'ok' if ok else 'MISSED'}")
+    print(" ".join(parts), flush=True)
+    return ok
+
+
+class LiveRegistry:
+    """N live processes registered as Claude chats in a config dir, each with a private
+    inbox socket bound by this process and a small transcript."""
+
+    def __init__(self, count: int) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="bench", dir="/tmp"))
+        self.config = self.root / "claude"
+        (self.config / "sessions").mkdir(parents=True)
+        sockets = self.root / "s"
+        sockets.mkdir(mode=0o700)
+        self.processes = [subprocess.Popen(["sleep", "3600"]) for _ in range(count)]
+        self.servers = []
+        project = self.config / "projects" / "-tmp"
+        project.mkdir(parents=True)
+        for process in self.processes:
+            session_id = str(uuid.uuid4())
+            path = sockets / f"{process.pid}.sock"
+            server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            server.bind(str(path))
+            os.chmod(path, 0o600)
+            self.servers.append(server)
+            stat = Path(f"/proc/{process.pid}/stat").read_text()
+            entry = {
+                "pid": process.pid,
+                "sessionId": session_id,
+                "cwd": "/tmp",
+                "startedAt": int(time.time() * 1000),
+                "procStart": stat.rpartition(")")[2].split()[19],
+                "version": "2.1.328",
+                "peerProtocol": 1,
+                "kind": "interactive",
+                "entrypoint": "cli",
+                "name": f"worker-{process.pid}",
+                "nameSource": "user",
+                "messagingSocketPath": str(path),
+                "status": "idle",
+                "updatedAt": int(time.time() * 1000),
+            }
+            (self.config / "sessions" / f"{process.pid}.json").write_text(json.dumps(entry))
+            (project / f"{session_id}.jsonl").write_text(
+                json.dumps(
+                    {"type": "permission-mode", "permissionMode": "auto", "sessionId": session_id}
+                )
+                + "\n"
+            )
+
+    def close(self) -> None:
+        for process in self.processes:
+            process.kill()
+        for process in self.processes:
+            process.wait()
+        for server in self.servers:
+            server.close()
+
+
+def run_main(benchmarks: list[Callable[[], bool]]) -> None:
+    results = [bench() for bench in benchmarks]
+    sys.exit(0 if all(results) else 1)

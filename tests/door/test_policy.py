@@ -1,0 +1,164 @@
+"""inbound_policy's precedence (DESIGN.md 5.6) and delivery_verdict's three reasons (5.7)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from coop_engine.policy import delivery_verdict, inbound_policy
+
+
+def src(**value: Any) -> dict[str, Any]:
+    return {"path": "settings.json", "value": value}
+
+
+def inputs(**overrides: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "managed": None,
+        "flag": None,
+        "user": None,
+        "project": None,
+        "local": None,
+        "recorded_mode": None,
+        "cmdline_mode": None,
+        "cmdline_readable": True,
+    }
+    base.update(overrides)
+    return base
+
+
+def test_managed_setting_wins_over_the_flag_and_user() -> None:
+    got = inbound_policy(
+        inputs(
+            managed=src(crossSessionInbound="refuse"),
+            flag=src(crossSessionInbound="accept"),
+            user=src(crossSessionInbound="accept"),
+        )
+    )
+    assert (got["verdict"], got["source"]) == ("refuse", "managed")
+
+
+def test_settings_flag_wins_over_user_settings() -> None:
+    got = inbound_policy(
+        inputs(flag=src(crossSessionInbound="accept"), user=src(crossSessionInbound="hold"))
+    )
+    assert (got["verdict"], got["source"]) == ("accept", "settings-flag")
+
+
+def test_user_setting_decides_when_nothing_above_it_is_explicit() -> None:
+    got = inbound_policy(
+        inputs(user=src(crossSessionInbound="accept"), recorded_mode="bypassPermissions")
+    )
+    assert (got["verdict"], got["source"]) == ("accept", "user")
+
+
+def test_repository_settings_only_tighten() -> None:
+    loosen = inbound_policy(
+        inputs(user=src(crossSessionInbound="hold"), project=src(crossSessionInbound="accept"))
+    )
+    assert (loosen["verdict"], loosen["source"]) == ("hold", "user")
+    tighten = inbound_policy(
+        inputs(user=src(crossSessionInbound="accept"), local=src(crossSessionInbound="refuse"))
+    )
+    assert (tighten["verdict"], tighten["source"]) == ("refuse", "project-local")
+
+
+def test_invalid_value_counts_as_hold() -> None:
+    got = inbound_policy(inputs(user=src(crossSessionInbound="sometimes")))
+    assert (got["verdict"], got["source"]) == ("hold", "user")
+
+
+@pytest.mark.parametrize(
+    ("mode_inputs", "verdict"),
+    [
+        ({"recorded_mode": "bypassPermissions"}, "hold"),
+        ({"recorded_mode": "auto"}, "accept"),
+        ({"cmdline_mode": "bypassPermissions"}, "hold"),
+        ({"user": src(permissions={"defaultMode": "bypassPermissions"})}, "hold"),
+        ({}, "accept"),
+    ],
+)
+def test_permission_mode_parity_without_an_explicit_value(
+    mode_inputs: dict[str, Any], verdict: str
+) -> None:
+    got = inbound_policy(inputs(**mode_inputs))
+    assert (got["verdict"], got["source"]) == (verdict, "permission-mode-parity")
+
+
+def test_recorded_mode_comes_before_the_command_line() -> None:
+    got = inbound_policy(inputs(recorded_mode="auto", cmdline_mode="bypassPermissions"))
+    assert got["verdict"] == "accept" and got["mode"] == "auto"
+
+
+def test_unreadable_settings_predict_unknown() -> None:
+    got = inbound_policy(inputs(user={"path": "/u/settings.json", "error": "not valid JSON"}))
+    assert got["verdict"] == "unknown"
+    assert "not valid JSON" in got["why"]
+
+
+def test_unrecognised_mode_or_unreadable_command_line_predicts_unknown() -> None:
+    assert inbound_policy(inputs(recorded_mode="yolo"))["verdict"] == "unknown"
+    assert inbound_policy(inputs(cmdline_readable=False))["verdict"] == "unknown"
+
+
+def test_dialog_expiry_comes_from_settings_but_never_from_the_repository() -> None:
+    assert inbound_policy(inputs(user=src(dialogExpiry="60s")))["dialog_expiry"] == "60s"
+    assert inbound_policy(inputs(project=src(dialogExpiry="never")))["dialog_expiry"] == "5m"
+    assert inbound_policy(inputs(user=src(dialogExpiry="3 days")))["dialog_expiry"] == "5m"
+
+
+SENT = 1_000_000.0
+
+
+def verdict(
+    prediction: dict[str, Any] | None,
+    elapsed: float,
+    status: str | None = "idle",
+    mentioned: bool = False,
+) -> str | None:
+    asked: list[str] = []
+
+    def registry_status() -> str | None:
+        asked.append("status")
+        return status
+
+    def mentions() -> bool:
+        asked.append("transcript")
+        return mentioned
+
+    result = delivery_verdict(prediction, SENT, SENT + elapsed, registry_status, mentions)
+    if result != "receiver-idle-without-entry" and (prediction or {}).get("verdict") != "accept":
+        assert asked == []  # evidence is read only when the answer needs it
+    return result
+
+
+def test_refuse_expires_at_once() -> None:
+    assert verdict({"verdict": "refuse", "source": "user"}, 0) == "refused-by-receiver-policy"
+
+
+def test_parity_hold_expires_after_dialog_expiry_plus_grace_and_not_before() -> None:
+    hold = {"verdict": "hold", "source": "permission-mode-parity", "dialog_expiry": "60s"}
+    assert verdict(hold, 119.9) is None
+    assert verdict(hold, 120) == "held-for-approval-then-expired"
+
+
+def test_explicit_hold_and_never_expiry_stay_watched() -> None:
+    assert verdict({"verdict": "hold", "source": "user", "dialog_expiry": "60s"}, 10**7) is None
+    never = {"verdict": "hold", "source": "permission-mode-parity", "dialog_expiry": "never"}
+    assert verdict(never, 10**7) is None
+
+
+def test_accept_expires_only_idle_and_without_an_entry_after_60s() -> None:
+    accept = {"verdict": "accept", "source": "permission-mode-parity"}
+    assert verdict(accept, 59.9) is None
+    assert verdict(accept, 60) == "receiver-idle-without-entry"
+    assert verdict(accept, 600, status="busy") is None
+    assert verdict(accept, 600, status="waiting") is None
+    assert verdict(accept, 600, status=None) is None
+    assert verdict(accept, 600, mentioned=True) is None
+
+
+def test_unknown_never_expires() -> None:
+    assert verdict({"verdict": "unknown"}, 10**7) is None
+    assert verdict(None, 10**7) is None

@@ -1,0 +1,105 @@
+"""Frames the receiver drops, and inputs that must never stop the chat."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+
+from hosts.sim.transcript import project_folder_name
+
+SCALE = 0.02  # the 30 s duplicate window lasts 0.6 s
+
+
+def test_identical_body_from_the_same_sender_is_dropped_within_the_window(start_chat) -> None:
+    chat = start_chat(time_scale=SCALE)
+    first = chat.frame("Please review the importer.")
+    seen = time.monotonic()
+    chat.send(first)
+    chat.wait_turn_end()
+    again = chat.frame("Please review the importer.")
+    chat.send(again)
+    chat.wait_note(f"frame {again['msg_id']}: dropped: duplicate body from cwkCoop")
+    other_sender = chat.frame("Please review the importer.", sender="someoneElse")
+    chat.send(other_sender)
+    chat.wait_turn_end(2)
+    time.sleep(max(0.0, seen + 30 * SCALE + 0.1 - time.monotonic()))
+    later = chat.frame("Please review the importer.")
+    chat.send(later)
+    lines = chat.wait_turn_end(3)
+    assert chat.peer_entries(lines, first["msg_id"])
+    assert not chat.peer_entries(lines, again["msg_id"])
+    assert chat.peer_entries(lines, other_sender["msg_id"])
+    assert chat.peer_entries(lines, later["msg_id"])
+
+
+def test_frame_for_another_session_is_dropped(start_chat) -> None:
+    chat = start_chat()
+    frame = chat.frame("Hello.", session_id="00000000-0000-4000-8000-000000000000")
+    chat.send(frame)
+    chat.wait_note(f"frame {frame['msg_id']}: dropped: session_id is not this chat's")
+    assert not chat.transcript_path.exists()
+
+
+def test_malformed_frames_and_rude_clients_never_stop_the_chat(start_chat, sim_home) -> None:
+    log = sim_home.root / "frames.log"
+    chat = start_chat("--frame-log", str(log))
+    good = chat.frame("Still there?")
+    bad_frames = [
+        {**good, "msg_id": "not-a-uuid"},
+        {**good, "message": {"role": "user", "content": ""}},
+        {**good, "message": "text"},
+        {**good, "type": "assistant"},
+        {key: value for key, value in good.items() if key != "from"},
+        {key: value for key, value in good.items() if key != "session_id"},
+    ]
+    raw = [b"garbage\n", b"\xff\xfe\n", b"[1, 2]\n", b"[" * 100000 + b"\n", b"\n"]
+    chat.send(*bad_frames, *raw, b'{"type": "user", "unterminated')
+    with socket.socket(socket.AF_UNIX) as quiet:
+        quiet.connect(str(chat.socket))  # connects, says nothing, hangs up
+    huge = b'{"pad": "' + b"x" * (1 << 21) + b'"}\n'
+    try:
+        chat.send(huge)
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the chat may hang up on a line over its limit
+    chat.send(good)
+    lines = chat.wait_turn_end()
+    assert [e["origin"]["msg_id"] for e in chat.of_type(lines, "user")] == [good["msg_id"]]
+    for reason in (
+        "msg_id is not a UUID",
+        "message.content is not a non-empty string",
+        "type is not user",
+        "no sender in from",
+        "no session_id",
+        "not UTF-8",
+        "not JSON",
+        "not a JSON object",
+        "unterminated last line",
+    ):
+        chat.wait_note(reason)
+    assert chat.proc.poll() is None
+    logged = log.read_bytes().split(b"\n")[:-1]
+    assert logged[0] == json.dumps(bad_frames[0]).encode()
+    assert json.loads(logged[-1])["msg_id"] == good["msg_id"]
+
+
+def test_a_silent_open_connection_does_not_block_other_senders(start_chat) -> None:
+    chat = start_chat()
+    with socket.socket(socket.AF_UNIX) as idle_client:
+        idle_client.connect(str(chat.socket))
+        frame = chat.frame("Meanwhile, on another connection.")
+        chat.send(frame)
+        lines = chat.wait_turn_end()
+        assert chat.peer_entries(lines, frame["msg_id"])
+
+
+def test_project_folder_escapes_every_non_alphanumeric_character() -> None:
+    assert project_folder_name("/Users/dad/src/my_project.v2 x") == "-Users-dad-src-my-project-v2-x"
+
+
+def test_long_project_folders_are_cut_at_200_and_told_apart_by_a_hash() -> None:
+    base = "/tmp/" + "deep/" * 60
+    one, two = project_folder_name(base + "one"), project_folder_name(base + "two")
+    assert one != two
+    assert one[:200] == two[:200] == project_folder_name(base)[:200]
+    assert one[200] == "-" and one[201:].isalnum()
