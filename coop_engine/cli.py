@@ -14,6 +14,10 @@ from collections.abc import Callable, Sequence
 
 Handler = Callable[[argparse.Namespace], int]
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+
 
 class UsageError(Exception):
     """Bad input that argparse could not catch; exit 2."""
@@ -65,7 +69,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--home", help="state directory (default $COOP_HOME or ~/.local/share/coop)"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _todo_commands(sub)
+    _delivery_commands(sub)
+    _fleet_commands(sub)
+    _app_commands(sub)
+    return parser
 
+
+def _todo_commands(sub: Subparsers) -> None:
     todo = sub.add_parser("todo", help="add, list, take and report todos")
     todo_sub = todo.add_subparsers(dest="todo_command", metavar="ACTION", required=True)
     add = todo_sub.add_parser("add", help="add a todo; prints its id")
@@ -77,12 +88,18 @@ def build_parser() -> argparse.ArgumentParser:
     listing = todo_sub.add_parser("list", help="list todos")
     listing.add_argument("--json", action="store_true")
     listing.set_defaults(handler=_ledger("todo_list"))
+    take = todo_sub.add_parser("take", help="take a todo from inside a chat (the chat is detected)")
+    take.add_argument("todo", type=_positive_int)
+    take.add_argument("--json", action="store_true")
+    take.set_defaults(handler=_ledger("todo_take"))
     report = todo_sub.add_parser("report", help="record the outcome of a todo's work (fact 5)")
     report.add_argument("todo", type=_positive_int)
     report.add_argument("--outcome", required=True)
     report.add_argument("--by", required=True, choices=["dad", "chief", "worker"])
     report.set_defaults(handler=_ledger("todo_report"))
 
+
+def _delivery_commands(sub: Subparsers) -> None:
     for name, help_text, handler in (
         ("outbox", "envelopes and their five facts", "outbox"),
         ("sessions", "enrolled and observed chats", "sessions"),
@@ -109,18 +126,56 @@ def build_parser() -> argparse.ArgumentParser:
     invite.add_argument("--json", action="store_true")
     invite.set_defaults(handler=_ledger("invite"))
 
+    obligations = sub.add_parser("obligations", help="outcome obligations and when they are due")
+    obligations.add_argument("--json", action="store_true")
+    obligations.set_defaults(handler=_ledger("obligations"))
+
+    adopt = sub.add_parser("adopt", help="run the adoption pass for CLI takers")
+    adopt.add_argument("--once", action="store_true", required=True, help="one pass now")
+    adopt.add_argument("--json", action="store_true")
+    adopt.set_defaults(handler=_ledger("adopt"))
+
+    chief = sub.add_parser("chief", help="the chat acting as Dad's proxy")
+    chief_sub = chief.add_subparsers(dest="chief_command", metavar="ACTION", required=True)
+    chief_set = chief_sub.add_parser("set", help="name the chief (Dad only)")
+    chief_set.add_argument("session", help="claude:SESSION_ID or codex:THREAD_ID")
+    chief_set.set_defaults(handler=_ledger("chief_set"))
+    chief_show = chief_sub.add_parser("show", help="which chat is the chief")
+    chief_show.set_defaults(handler=_ledger("chief_show"))
+
+    serve = sub.add_parser("serve", help="run the coordinator until stopped")
+    serve.add_argument("--interval", type=float, default=1.0, help="seconds between passes")
+    serve.set_defaults(handler=_ledger("serve"))
+
     tick = sub.add_parser("tick", help="one coordinator pass: send, observe, decide")
     tick.add_argument("--at", type=_unix_time, help="run the pass as of this Unix time")
     tick.set_defaults(handler=_ledger("tick"))
 
+
+def _fleet_commands(sub: Subparsers) -> None:
+    """Commands that read Macs, not the ledger: they never import peewee."""
     chats = sub.add_parser("chats", help="live chats as the registries show them")
     chats.add_argument("--host", help="only this fleet Mac")
     chats.add_argument("--json", action="store_true")
     chats.set_defaults(handler=_fleet("chats"))
 
+    hosts = sub.add_parser("hosts", help="each fleet Mac: reachable, latency, chats")
+    hosts.add_argument("--json", action="store_true")
+    hosts.set_defaults(handler=_fleet("hosts"))
+
+    chat = sub.add_parser("chat", help="one chat, wherever in the fleet it lives")
+    chat_sub = chat.add_subparsers(dest="chat_command", metavar="ACTION", required=True)
+    show = chat_sub.add_parser("show", help="a chat's registry entry and transcript tail")
+    show.add_argument("session_id", metavar="SESSION_ID", help="SESSION_ID or claude:SESSION_ID")
+    show.add_argument("--host", help="the fleet Mac it lives on (default: search them all)")
+    show.add_argument("--json", action="store_true")
+    show.add_argument("--lines", type=_positive_int, default=20, help="transcript entries (20)")
+    show.set_defaults(handler=_fleet("chat_show"))
+
+
+def _app_commands(sub: Subparsers) -> None:
     demo = sub.add_parser("demo", help="a real scenario on a temporary ledger")
     demo.set_defaults(handler=_ledger("demo"))
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

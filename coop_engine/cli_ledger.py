@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from coop_engine import views
@@ -36,11 +37,50 @@ def todo_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def todo_take(args: argparse.Namespace) -> int:
+    from coop_engine.authority import HOST_ENV, caller_session
+
+    fleet = _fleet()
+    caller = caller_session()
+    host = os.environ.get(HOST_ENV) or fleet.office
+    engine = open_engine(actor="worker")
+    result = engine.take_cli(args.todo, caller, host)
+    if args.json:
+        print(json.dumps({**result, "todo": args.todo, "caller": caller, "host": host}))
+    elif caller is None:
+        print(f"todo #{args.todo} taken (no chat detected: a legacy take, reviewed in 3 hours)")
+    elif "work" in result:
+        print(f"todo #{args.todo} taken by {caller} on {host}; its work envelope follows")
+    else:
+        print(
+            f"todo #{args.todo} taken by {caller} on {host} (observed; Coop adopts this chat once it finds it)"
+        )
+    return 0
+
+
 def todo_report(args: argparse.Namespace) -> int:
+    from coop_engine.authority import caller_session, check_decider
+
     engine = open_engine(actor=args.by)
+    caller = caller_session()
+    if args.by == "worker":
+        _check_worker(engine, args.todo, caller)
+    else:
+        check_decider(engine, "report", args.by, caller)
     result = engine.report_outcome(args.todo, args.outcome, args.by)
     print(f"todo #{result['todo']} done")
     return 0
+
+
+def _check_worker(engine: Engine, todo_id: int, caller: str | None) -> None:
+    """A worker's report comes from the chat bound to the todo (when one is bound)."""
+    from coop_engine.errors import NotAuthorized
+
+    bound = views.bound_sessions(todo_id)
+    if bound and caller not in bound:
+        reason = f"Only the chat bound to todo #{todo_id} reports as worker ({', '.join(bound)})"
+        engine.record_refused_decision("report", "worker", caller, reason)
+        raise NotAuthorized(reason)
 
 
 def _facts(row: dict) -> str:
@@ -109,10 +149,75 @@ def notifications(args: argparse.Namespace) -> int:
 
 
 def resend(args: argparse.Namespace) -> int:
+    from coop_engine.authority import caller_session, check_decider
+
     engine = open_engine(actor=args.by)
-    result = engine.resend(args.outbox_id, args.by)
+    check_decider(engine, "resend", args.by, caller_session())
+    result = engine.resend(views.resolve_outbox_id(args.outbox_id), args.by)
     print(result["outbox"])
     return 0
+
+
+def obligations(args: argparse.Namespace) -> int:
+    open_engine()
+    columns = [
+        ("ID", lambda r: r["id"]),
+        ("TODO", lambda r: r["todo"]),
+        ("KIND", lambda r: "legacy" if r["legacy"] else r["kind"]),
+        ("DUE", lambda r: r["due_at"]),
+        ("STATE", lambda r: r["state"]),
+    ]
+    print_rows(views.obligations(), columns, args.json)
+    return 0
+
+
+def adopt(args: argparse.Namespace) -> int:
+    from coop_engine.adoption import AdoptionPass
+
+    fleet = _fleet()
+    engine = open_engine()
+    results = AdoptionPass(engine, fleet.hosts, fleet.office, log=lambda line: None).run()
+    columns = [
+        ("SESSION", lambda r: r["session"]),
+        ("SEARCHED", lambda r: ", ".join(_answer(a) for a in r["searched"])),
+        ("FOUND", lambda r: r["found"]),
+        ("RESULT", lambda r: r["result"]),
+    ]
+    print_rows(results, columns, args.json)
+    return 0
+
+
+def _answer(answer: dict) -> str:
+    if "error" in answer:
+        return f"{answer['host']}: {answer['error']}"
+    return f"{answer['host']}: {answer['matches']}"
+
+
+def chief_set(args: argparse.Namespace) -> int:
+    from coop_engine.authority import caller_session, check_decider
+
+    engine = open_engine(actor="dad")
+    check_decider(engine, "chief set", "dad", caller_session())
+    print(f"chief: {engine.set_chief(args.session, 'dad')['chief']}")
+    return 0
+
+
+def chief_show(args: argparse.Namespace) -> int:
+    print(open_engine().chief() or "(no chief)")
+    return 0
+
+
+def serve(args: argparse.Namespace) -> int:
+    from coop_engine.serve import Server, stamped
+
+    home = coop_home()
+    fleet = _fleet()
+    engine = Engine(open_ledger(home))
+    return Server(engine, fleet, home, stamped(print_line), pass_interval=args.interval).run()
+
+
+def print_line(line: str) -> None:
+    print(line, flush=True)
 
 
 def _fleet():  # type: ignore[no-untyped-def]

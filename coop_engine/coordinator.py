@@ -5,7 +5,9 @@ runs passes until stopped.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
+
+from peewee import JOIN
 
 from coop_engine.adapters.claude import ClaudeAdapter
 from coop_engine.engine import Engine
@@ -20,13 +22,21 @@ def _print(line: str) -> None:
     print(line, flush=True)
 
 
+def _never() -> bool:
+    return False
+
+
 class Coordinator:
     def __init__(self, engine: Engine, hosts: Mapping[str, Host], log: Log = _print) -> None:
         self.engine = engine
         self.hosts = hosts
         self.log = log
 
-    def adapter(self, session: Session) -> ClaudeAdapter | None:
+    def adapter(
+        self, session: Session, only: Collection[str] | None = None
+    ) -> ClaudeAdapter | None:
+        if only is not None and session.host not in only:
+            return None
         host = self.hosts.get(session.host)
         if host is None or session.vendor != "claude":
             return None
@@ -39,21 +49,49 @@ class Coordinator:
             .order_by(Outbox.created_at, Outbox.id)
         )
 
-    def tick(self) -> None:
-        """One pass, as of the engine's clock."""
-        now = self.engine.clock()
-        self.cancel_stale()
-        for row in self._managed(Outbox.select(Outbox, Session).where(Outbox.state == "pending")):
-            if (adapter := self.adapter(row.session)) is not None:
-                adapter.deliver(row)
-        for row in self._observable():
-            if (adapter := self.adapter(row.session)) is not None:
-                adapter.observe(row)
+    def reconcile(self) -> None:
+        """At start, before anything is sent: every uncertain envelope is searched for by
+        its id in the receiver's transcript. Never infer unsent."""
         for row in self._managed(Outbox.select(Outbox, Session).where(Outbox.state == "uncertain")):
             if (adapter := self.adapter(row.session)) is not None:
-                adapter.verdict(row, now)
+                adapter.observe(row)
+        self.cancel_stale()
+
+    def tick(self, only: Collection[str] | None = None, stop: Callable[[], bool] = _never) -> None:
+        """One pass, as of the engine's clock, over the chats of `only` hosts (all when
+        None). `stop` is asked between envelopes: a stopping coordinator finishes the
+        command at hand and leaves the rest to the next run."""
+        now = self.engine.clock()
+        self.cancel_stale()
+        # Each phase reads the ledger when it starts: what one phase sent, the next observes.
+        phases = [
+            (
+                lambda: self._managed(
+                    Outbox.select(Outbox, Session).where(Outbox.state == "pending")
+                ),
+                "deliver",
+            ),
+            (self._observable, "observe"),
+            (
+                lambda: self._managed(
+                    Outbox.select(Outbox, Session).where(Outbox.state == "uncertain")
+                ),
+                "verdict",
+            ),
+        ]
+        for rows, phase in phases:
+            for row in rows():
+                if stop():
+                    return
+                adapter = self.adapter(row.session, only)
+                if adapter is None:
+                    continue
+                if phase == "verdict":
+                    adapter.verdict(row, now)
+                else:
+                    getattr(adapter, phase)(row)
         self.sweep_obligations(now)
-        self.refresh_statuses()
+        self.refresh_statuses(only)
 
     def _observable(self) -> list[Outbox]:
         """Uncertain sends, invitations awaiting an answer, and work being done (a second
@@ -62,7 +100,7 @@ class Coordinator:
             Outbox.select(Outbox, Session, Dispatch)
             .join(Session)
             .switch(Outbox)
-            .join(Dispatch)
+            .join(Dispatch, join_type=JOIN.LEFT_OUTER)  # a reply has no dispatch
             .where(
                 (Session.mode == "managed")
                 & (
@@ -100,13 +138,13 @@ class Coordinator:
             for obligation_id in self.engine.sweep_obligations()["overdue"]:
                 self.log(f"obligation {obligation_id} overdue")
 
-    def refresh_statuses(self) -> None:
+    def refresh_statuses(self, only: Collection[str] | None = None) -> None:
         """Each managed Claude chat's status as its registry says (exited when gone)."""
         for session in Session.select().where(
             (Session.mode == "managed") & (Session.vendor == "claude")
         ):
             host = self.hosts.get(session.host)
-            if host is None:
+            if host is None or (only is not None and session.host not in only):
                 continue
             try:
                 entry = host.registry_entry(session.native_id)

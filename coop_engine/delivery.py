@@ -133,12 +133,20 @@ class DeliveryCommands(CommandBase):
             return {"outbox": outbox_id, "state": row.state}
 
         def run(now: float) -> dict[str, Any]:
+            # Compare-and-set on the old text too: a concurrent identical refusal is a no-op.
             changed = (
                 Outbox.update(last_error=error, updated_at=now)
-                .where((Outbox.id == outbox_id) & (Outbox.state == "pending"))
+                .where(
+                    (Outbox.id == outbox_id)
+                    & (Outbox.state == "pending")
+                    & ((Outbox.last_error != error) | Outbox.last_error.is_null())
+                )
                 .execute()
             )
             if changed != 1:
+                state = self._outbox(outbox_id).state
+                if state == "pending":
+                    return {"outbox": outbox_id, "state": state}
                 raise Conflict(f"Envelope {outbox_id} is no longer pending")
             self._event(
                 now, "record_refusal", f"outbox:{outbox_id}", "pending", "pending", {"error": error}
@@ -237,9 +245,8 @@ class DeliveryCommands(CommandBase):
             )
             return {"outbox": outbox_id, "state": "expired", "reason": reason}
 
-        return self._command(
-            "expire", f"expire:{outbox_id}", {"outbox": outbox_id, "evidence": evidence}, run
-        )
+        args = {"outbox": outbox_id, "evidence": evidence}
+        return self._command("expire", f"expire:{outbox_id}", args, run)
 
     def resend(self, outbox_id: str, by: str, *, key: str | None = None) -> dict[str, Any]:
         """Send again (seed 001's `_resend`): only an expired row; only an invitation whose
@@ -261,8 +268,10 @@ class DeliveryCommands(CommandBase):
             new_id = str(uuid.uuid4())
             reason = (old.expiry or {}).get("reason", "expired")
             payload = dict(old.payload)
-            payload["text"] = texts.second_attempt(outbox_id, reason, old.payload["text"])
+            original = old.payload.get("original_text", old.payload["text"])
             payload["attempt"] = int(old.payload.get("attempt", 1)) + 1
+            payload["original_text"] = original
+            payload["text"] = texts.another_attempt(payload["attempt"], outbox_id, reason, original)
             Outbox.create(
                 id=new_id,
                 session=session,

@@ -6,12 +6,13 @@ from typing import Any
 
 from coop_engine.commands import fresh_key
 from coop_engine.delivery import DeliveryCommands
+from coop_engine.enrollment import EnrollmentCommands
 from coop_engine.errors import CoopError
 from coop_engine.models import Session, Setting, Todo
 from coop_engine.takes import TakeCommands
 
 
-class Engine(TakeCommands, DeliveryCommands):
+class Engine(TakeCommands, DeliveryCommands, EnrollmentCommands):
     """The ledger's rules. No I/O to chats or hosts happens here."""
 
     # --- todos --------------------------------------------------------------------------

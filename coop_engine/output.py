@@ -13,7 +13,6 @@ if TYPE_CHECKING:
     Column = tuple[str, Callable[[dict[str, Any]], Any]]
 
 
-
 def _cell(value: Any) -> str:
     if value is None:
         return "-"

@@ -285,6 +285,8 @@ class TakeCommands(CommandBase):
 
         def run(now: float) -> dict[str, Any]:
             invitation = self._outbox(outbox_id)
+            if invitation.kind == "invitation" and invitation.state != "delivered":
+                raise Conflict(f"Invitation {outbox_id} is {invitation.state}: no receipt yet")
             dispatch: Dispatch = invitation.dispatch
             if invitation.kind != "invitation" or not secrets.compare_digest(
                 dispatch.nonce or "", nonce

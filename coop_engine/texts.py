@@ -43,7 +43,14 @@ def cli_take_work(todo_id: int, title: str, body: str) -> str:
     return "\n".join([CLI_TAKE_OPENING, "", work(todo_id, title, body)])
 
 
-def second_attempt(first_id: str, reason: str, text: str) -> str:
-    """A resent envelope says it is a second attempt and why, so its body never equals
-    the first one's (receivers drop an identical body from the same sender)."""
-    return f"Second attempt: the first message ({first_id}) was not delivered ({reason}).\n{text}"
+ORDINALS = {2: "Second", 3: "Third", 4: "Fourth", 5: "Fifth"}
+
+
+def another_attempt(attempt: int, previous_id: str, reason: str, original: str) -> str:
+    """A resent envelope says which attempt it is and why, so its body never equals an
+    earlier one's (receivers drop an identical body from the same sender)."""
+    ordinal = ORDINALS.get(attempt, f"{attempt}th")
+    return (
+        f"{ordinal} attempt: the previous message ({previous_id}) was not delivered "
+        f"({reason}).\n{original}"
+    )

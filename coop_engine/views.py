@@ -7,7 +7,17 @@ from typing import Any
 
 import peewee as pw
 
-from coop_engine.models import Dispatch, Event, Notification, Obligation, Outbox, Session, Todo
+from coop_engine.errors import NotFound
+from coop_engine.models import (
+    Binding,
+    Dispatch,
+    Event,
+    Notification,
+    Obligation,
+    Outbox,
+    Session,
+    Todo,
+)
 
 
 def iso(at: float | None) -> str | None:
@@ -138,6 +148,32 @@ def notifications() -> list[dict[str, Any]]:
         {"id": n.id, "at": iso(n.at), "kind": n.kind, "text": n.text, "subject": n.subject}
         for n in query
     ]
+
+
+def bound_sessions(todo_id: int) -> list[str]:
+    """The chats (`claude:<id>`) with an active binding to this todo."""
+    query = (
+        Binding.select(Binding, Session)
+        .join(Session)
+        .where((Binding.todo == todo_id) & (Binding.state == "active"))
+    )
+    return sorted({binding.session.ref for binding in query})
+
+
+def resolve_outbox_id(text: str) -> str:
+    """An envelope id, or a unique prefix of one as the tables show them."""
+    text = text.strip()
+    if Outbox.get_or_none(Outbox.id == text) is not None:
+        return text
+    if len(text) >= 4:
+        matches = [
+            row.id for row in Outbox.select(Outbox.id).where(Outbox.id.startswith(text)).limit(2)
+        ]
+        if len(matches) == 1:
+            return str(matches[0])
+        if len(matches) > 1:
+            raise NotFound(f"{text} names more than one envelope; give more of its id")
+    raise NotFound(f"No outbox envelope {text}")
 
 
 def obligations() -> list[dict[str, Any]]:

@@ -1,16 +1,48 @@
 """The fleet: this machine's name and the Macs Coop reaches (`$COOP_HOME/fleet.toml`).
 
-No file: a fleet of one, this machine, named "office".
+    office = "office"            # this machine's name in the fleet
+    [[mac]]
+    name = "laptop"
+    host = "laptop.local"        # or an address, or a Host alias from ~/.ssh/config
+    port = 22                    # optional
+    user = "me"                  # optional
+    identity_file = "~/.ssh/id_ed25519"   # optional
+    known_hosts = "~/.ssh/known_hosts"    # optional; default: system + user files
+    timeout = 10                 # optional, seconds: the most one Mac may cost
+
+No file: a fleet of one, this machine, named "office". A file Coop cannot use is one
+FleetError naming the file and, when there is one, the line. paramiko is imported only
+when a Mac is configured: `coop chats` on a lone Mac stays as cheap as before.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from hosts.base import Host
 from hosts.local import LocalHost
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 DEFAULT_OFFICE = "office"
+DEFAULT_TIMEOUT = 10.0
+TOP_KEYS = ("office", "mac")
+# key: (types accepted, what the message calls it)
+MAC_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
+    "name": ((str,), "a string"),
+    "host": ((str,), "a string"),
+    "port": ((int,), "a whole number"),
+    "user": ((str,), "a string"),
+    "identity_file": ((str,), "a string"),
+    "known_hosts": ((str,), "a string"),
+    "timeout": ((int, float), "a number of seconds"),
+}
+# Patterns, compiled on first use: only a file with a mistake needs them.
+MAC_HEADER = r"^\s*\[\[\s*mac\s*\]\]"
+TABLE_HEADER = r"^\s*\["
 
 
 class FleetError(Exception):
@@ -29,16 +61,121 @@ class Fleet:
             raise FleetError(f"No Mac named {wanted!r} in the fleet (known: {known})")
         return self.hosts[wanted]
 
+    def close(self) -> None:
+        """Release every Mac's connection."""
+        for host in self.hosts.values():
+            host.close()
+
+
+def _line_of(text: str, mac: int | None, key: str | None) -> int | None:
+    """The line of `key` at the top (mac None) or in the mac-th [[mac]] table, or of
+    that table's header when `key` is None."""
+    table = -1
+    for number, line in enumerate(text.splitlines(), start=1):
+        if re.match(MAC_HEADER, line):
+            table += 1
+            if mac == table and key is None:
+                return number
+            continue
+        if re.match(TABLE_HEADER, line):
+            table = -2  # some other table: not a place we look
+            continue
+        inside = table == -1 if mac is None else table == mac
+        if inside and key is not None and re.match(rf"^\s*{re.escape(key)}\s*=", line):
+            return number
+    return None
+
+
+class _Checker:
+    def __init__(self, path: Path, text: str) -> None:
+        self.path = path
+        self.text = text
+
+    def fail(self, problem: str, mac: int | None = None, key: str | None = None) -> FleetError:
+        line = _line_of(self.text, mac, key)
+        where = f"{self.path}, line {line}" if line else str(self.path)
+        return FleetError(f"{where}: {problem}")
+
+    def office(self, config: dict[str, Any]) -> str:
+        for key in config:
+            if key not in TOP_KEYS:
+                raise self.fail(f"unknown setting {key!r} (known: office, [[mac]])", key=key)
+        office = config.get("office", DEFAULT_OFFICE)
+        if not isinstance(office, str) or not office.strip():
+            raise self.fail("office must be a non-empty string", key="office")
+        return office
+
+    def macs(self, config: dict[str, Any], office: str) -> list[dict[str, Any]]:
+        tables = config.get("mac", [])
+        if not isinstance(tables, list):
+            raise self.fail("mac must be [[mac]] tables", key="mac")
+        seen: dict[str, int] = {}
+        macs = []
+        for index, table in enumerate(tables):
+            if not isinstance(table, dict):
+                raise self.fail("each mac must be a [[mac]] table", mac=index)
+            mac = self.mac(table, index)
+            if mac["name"] == office:
+                raise self.fail(f"mac {mac['name']!r} has the office's name", index, "name")
+            if mac["name"] in seen:
+                problem = (
+                    f"two Macs named {mac['name']!r} (the first is Mac {seen[mac['name']] + 1})"
+                )
+                raise self.fail(problem, index, "name")
+            seen[mac["name"]] = index
+            macs.append(mac)
+        return macs
+
+    def mac(self, table: dict[str, Any], index: int) -> dict[str, Any]:
+        for key, value in table.items():
+            if key not in MAC_KEYS:
+                known = ", ".join(MAC_KEYS)
+                raise self.fail(f"unknown mac setting {key!r} (known: {known})", index, key)
+            kinds, called = MAC_KEYS[key]
+            if isinstance(value, bool) or not isinstance(value, kinds):
+                raise self.fail(f"{key} must be {called}, not {value!r}", index, key)
+            if isinstance(value, str) and not value.strip():
+                raise self.fail(f"{key} must not be empty", index, key)
+        for key in ("name", "host"):
+            if key not in table:
+                raise self.fail(f"this [[mac]] has no {key}", index)
+        port = table.get("port")
+        if port is not None and not 0 < port < 65536:
+            raise self.fail(f"port must be 1 to 65535, not {port}", index, "port")
+        timeout = table.get("timeout", DEFAULT_TIMEOUT)
+        if not timeout > 0:
+            raise self.fail(f"timeout must be more than 0 seconds, not {timeout}", index, "timeout")
+        return {**table, "timeout": float(timeout)}
+
+
+def read_fleet(path: Path) -> tuple[str, list[dict[str, Any]]]:
+    """The office's name and each Mac's settings, checked; FleetError otherwise."""
+    import tomllib
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise FleetError(f"{path}: cannot read: {error}") from None
+    try:
+        config = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise FleetError(f"{path}: not valid TOML: {error}") from None
+    checker = _Checker(path, text)
+    office = checker.office(config)
+    return office, checker.macs(config, office)
+
 
 def load_fleet(home: Path) -> Fleet:
+    """The fleet `home/fleet.toml` describes: the office as LocalHost, each Mac as an
+    SshHost that connects on its first call."""
     path = home / "fleet.toml"
-    office = DEFAULT_OFFICE
-    if path.exists():
-        import tomllib
+    if not path.exists():
+        return Fleet(DEFAULT_OFFICE, {DEFAULT_OFFICE: LocalHost(DEFAULT_OFFICE)})
+    office, macs = read_fleet(path)
+    hosts: dict[str, Host] = {office: LocalHost(office)}
+    if macs:
+        from hosts.ssh import SshHost
 
-        try:
-            config = tomllib.loads(path.read_text())
-        except tomllib.TOMLDecodeError as error:
-            raise FleetError(f"{path}: {error}") from None
-        office = str(config.get("office", DEFAULT_OFFICE))
-    return Fleet(office=office, hosts={office: LocalHost(office)})
+        for mac in macs:
+            hosts[mac["name"]] = SshHost(**mac)
+    return Fleet(office=office, hosts=hosts)

@@ -148,7 +148,10 @@ class LocalHost(Host):
         if vendor != "claude":
             raise ValueError(f"no {vendor} door on this host")
         live = [e for e in self._scan().entries if e.live and e.session_id == native_id]
-        return {"host": self.name, "matches": len(live), "pids": [e.pid for e in live]}
+        answer = {"host": self.name, "matches": len(live), "pids": [e.pid for e in live]}
+        if len(live) == 1:
+            answer.update(status=live[0].data.get("status"), name=live[0].data.get("name"))
+        return answer
 
     def _op_health(self) -> dict[str, Any]:
         import socket

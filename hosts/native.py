@@ -95,7 +95,7 @@ def sessions_dir(config_dir: Path) -> Path:
     return config_dir / "sessions"
 
 
-def _read_entry(path: str) -> tuple[dict[str, Any] | None, str | None]:
+def read_entry(path: str) -> tuple[dict[str, Any] | None, str | None]:
     """An entry's JSON object, retrying a torn or empty read (Claude Code rewrites the
     file in place, so a reader can catch it mid-write)."""
     reason = "unreadable"
@@ -147,7 +147,7 @@ def scan_registry(config_dir: Path, platform: Platform) -> Scan:
         if match is None:
             continue
         path = os.path.join(folder, name)
-        data, reason = _read_entry(path)
+        data, reason = read_entry(path)
         if data is None:
             scan.skipped.append({"file": name, "reason": reason or "unreadable"})
             continue

@@ -26,7 +26,6 @@ MODE_TAIL_BYTES = 256 << 10
 BYPASS = "bypassPermissions"
 
 
-
 def read_json_file(path: str | os.PathLike[str]) -> Source:
     path = os.fspath(path)
     try:

@@ -117,6 +117,8 @@ async def _run(opts: ChatOptions) -> int:
             chat.write_history()
         if opts.busy:
             chat.start_busy_turn()
+        for command in opts.run:
+            chat.run_command(command)
         registry.update(messagingSocketPath=str(opts.socket_path), status=chat.status())
         ready = {
             "ready": True,

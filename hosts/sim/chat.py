@@ -9,6 +9,7 @@ messages at its tool-call boundaries (shape 2: a queued_command attachment).
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 import uuid
 from collections import deque
@@ -42,6 +43,13 @@ class HumanTurn:
 
 
 @dataclass
+class CommandTurn:
+    """A prompt asking the chat to run one shell command through its Bash tool."""
+
+    command: str
+
+
+@dataclass
 class Held:
     """A frame parked behind the approval dialog (or for review)."""
 
@@ -66,7 +74,7 @@ class Chat:
         self.transcript = transcript
         self.mode = mode
         self.note = note
-        self._queue: deque[PeerItem | HumanTurn] = deque()
+        self._queue: deque[PeerItem | HumanTurn | CommandTurn] = deque()
         self._held: list[Held] = []
         self._seen: dict[tuple[str, str], float] = {}
         self._running = False
@@ -169,6 +177,13 @@ class Chat:
         self._wake.set()
         self.refresh_status()
 
+    def run_command(self, command: str) -> None:
+        """The human asked the chat to run a shell command: its Bash tool runs it as a
+        child of this process, as Claude Code's does."""
+        self._queue.append(CommandTurn(command))
+        self._wake.set()
+        self.refresh_status()
+
     # --- turns --------------------------------------------------------------------------
 
     async def run(self) -> None:
@@ -183,6 +198,8 @@ class Chat:
                 try:
                     if isinstance(item, HumanTurn):
                         await self._tool_turn()
+                    elif isinstance(item, CommandTurn):
+                        await self._command_turn(item.command)
                     else:
                         await self._peer_turn(item)
                 except Exception as exc:  # a broken turn must not end the chat
@@ -240,6 +257,27 @@ class Chat:
         final = replies.busy_final(absorbed, self.opts.answer)
         self.transcript.assistant([{"type": "text", "text": final}])
         self._turn_duration(started, messages + 1)
+
+    async def _command_turn(self, command: str) -> None:
+        started = time.monotonic()
+        self.transcript.typed_prompt(f"Please run: {command}")
+        tool_id = "toolu_" + uuid.uuid4().hex[:24]
+        use = {"type": "tool_use", "id": tool_id, "name": "Bash", "input": {"command": command}}
+        self.transcript.assistant([use])
+        env = {**os.environ, "CLAUDE_CODE_MESSAGING_SOCKET": str(self.opts.socket_path)}
+        child = await asyncio.create_subprocess_shell(
+            command,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            cwd=self.opts.cwd,
+            env=env,
+        )
+        output, _ = await child.communicate()
+        self.note(f"ran {command!r}: exit {child.returncode}")
+        self.transcript.tool_result(tool_id, output.decode("utf-8", "replace"))
+        await asyncio.sleep(self.opts.think)
+        self.transcript.assistant([{"type": "text", "text": f"Ran it (exit {child.returncode})."}])
+        self._turn_duration(started, 4)
 
     def _turn_done(self, started: float, absorbed: list[str], after_absorb: int) -> bool:
         # An absorbed message gets a couple more tool calls before the turn can end.

@@ -59,6 +59,7 @@ class ChatOptions:
     think: float
     history: bool
     time_scale: float
+    run: tuple[str, ...] = ()
 
     @property
     def socket_path(self) -> Path:
@@ -115,6 +116,7 @@ def _parser() -> _Parser:
     p.add_argument("--tool-interval", type=float, default=0.3)
     p.add_argument("--think", type=float, default=0.2)
     p.add_argument("--history", action="store_true")
+    p.add_argument("--run", action="append", default=[])
     return p
 
 
@@ -202,6 +204,7 @@ def parse(argv: list[str]) -> tuple[ChatOptions, argparse.Namespace]:
         think=_non_negative("think", ns.think),
         history=ns.history,
         time_scale=_time_scale(),
+        run=tuple(ns.run),
     )
     # The pid is not known until after a possible re-exec, but it keeps its length:
     # check with the longest pid the kernel can hand out.

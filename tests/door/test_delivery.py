@@ -7,7 +7,7 @@ import json
 import uuid
 
 import pytest
-from conftest import Door
+from doorkit import Door
 
 from coop_engine.errors import ALREADY_SENT_AGAIN, Conflict
 from coop_engine.models import Outbox

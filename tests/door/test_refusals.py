@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Door
+from doorkit import Door
 
 from hosts.base import Host
 from hosts.local import LocalHost

@@ -1,0 +1,188 @@
+"""Speaking the helper protocol over any pair of byte streams.
+
+`HelperClient` starts the helper through an opener (an ssh channel, a local pipe), sends
+the payload and `hello`, then one JSON request line per call, and reads the answer
+line. A helper that died is started again on the next call; a request it did not answer
+in time ends that helper, so a late answer can never be taken for the next one.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+
+from hosts import bundle
+from hosts.base import OPERATIONS, HostError
+from hosts.native import NativeRefusal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+PROTOCOL = 1
+DEFAULT_TIMEOUT = 10.0
+ERROR_TAIL = 4096
+# Errors the helper raised that mean the caller asked wrongly, as LocalHost raises them.
+CALLER_ERRORS: dict[str, type[Exception]] = {"ValueError": ValueError, "TypeError": TypeError}
+
+
+class Stream(ABC):
+    """One running helper: its stdin, stdout and stderr."""
+
+    @abstractmethod
+    def send(self, data: bytes, timeout: float) -> None:
+        """Write all of `data`; OSError when the helper is gone or stopped reading."""
+
+    @abstractmethod
+    def recv(self, timeout: float) -> bytes:
+        """Some stdout bytes; b"" at end of output; TimeoutError after `timeout`."""
+
+    @abstractmethod
+    def alive(self) -> bool:
+        """Whether the helper may still answer (not exited, channel open)."""
+
+    @abstractmethod
+    def ending(self) -> str:
+        """How the helper ended, for a message: exit status and its last stderr line."""
+
+    @abstractmethod
+    def close(self, broken: bool = False) -> None:
+        """Stop the helper. `broken`: it misbehaved, so its connection is suspect too."""
+
+
+class ErrorTail:
+    """The last few kilobytes a helper wrote on stderr."""
+
+    def __init__(self) -> None:
+        self.data = b""
+
+    def add(self, chunk: bytes) -> None:
+        self.data = (self.data + chunk)[-ERROR_TAIL:]
+
+    def last_line(self) -> str:
+        lines = [line for line in self.data.decode("utf-8", "replace").splitlines() if line]
+        return lines[-1].strip()[:300] if lines else ""
+
+
+Opener = Callable[[int], Stream]
+
+
+class HelperClient:
+    """The client side of the protocol for one Mac, safe to share between threads."""
+
+    def __init__(self, name: str, opener: Opener, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.name = name
+        self.opener = opener
+        self.timeout = timeout
+        self.hello: dict[str, Any] | None = None
+        self._stream: Stream | None = None
+        self._buffer = b""
+        self._next_id = 0
+        self._lock = threading.Lock()
+
+    def call(self, op: str, args: dict[str, Any]) -> Any:
+        """Answer one operation on the Mac: its result, a NativeRefusal, or HostError."""
+        if op not in OPERATIONS:
+            raise ValueError(f"unknown host operation {op!r}")  # as LocalHost, before I/O
+        with self._lock:
+            return self._request(self._ready(), op, args)
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
+
+    def _drop(self, broken: bool = False) -> None:
+        stream, self._stream, self._buffer = self._stream, None, b""
+        if stream is not None:
+            stream.close(broken)
+
+    def _ready(self) -> Stream:
+        """The running helper, started anew when there is none or it died."""
+        if self._stream is not None and self._stream.alive():
+            return self._stream
+        self._drop()
+        payload = bundle.payload()
+        stream = self.opener(len(payload))
+        self._stream = stream
+        try:
+            stream.send(payload, self.timeout)
+            hello = {"name": self.name, "protocol": PROTOCOL}
+            self.hello = self._request(stream, "hello", hello, starting=True)
+        except OSError as error:
+            self._drop(broken=True)
+            raise HostError(self.name, f"helper did not start: {error}") from None
+        return stream
+
+    def _request(
+        self, stream: Stream, op: str, args: dict[str, Any], starting: bool = False
+    ) -> Any:
+        self._next_id += 1
+        request_id = self._next_id
+        line = json.dumps({"id": request_id, "op": op, "args": args}, separators=(",", ":"))
+        try:
+            stream.send(line.encode() + b"\n", self.timeout)
+        except OSError:
+            self._drop(broken=True)
+            raise HostError(self.name, self._died(op, stream, starting)) from None
+        reply = self._read_reply(stream, op, starting)
+        if reply.get("id") != request_id:
+            self._drop(broken=True)
+            raise HostError(self.name, f"helper answered request {reply.get('id')}, not {op}")
+        if reply.get("ok"):
+            return reply.get("result")
+        raise self._failure(op, reply.get("error") or {})
+
+    def _read_reply(self, stream: Stream, op: str, starting: bool) -> dict[str, Any]:
+        deadline = time.monotonic() + self.timeout
+        while True:
+            while b"\n" not in self._buffer:
+                self._buffer += self._receive(stream, op, starting, deadline)
+            raw, _, self._buffer = self._buffer.partition(b"\n")
+            try:
+                reply = json.loads(raw)
+            except ValueError:
+                reply = None
+            if isinstance(reply, dict):
+                return reply
+            # Before the helper's first answer a login shell's start-up files may print;
+            # after it, anything but an answer means the stream can no longer be trusted.
+            if not starting:
+                self._drop(broken=True)
+                raise HostError(
+                    self.name, f"helper sent something that is not an answer: {raw[:80]!r}"
+                )
+
+    def _receive(self, stream: Stream, op: str, starting: bool, deadline: float) -> bytes:
+        try:
+            chunk = stream.recv(max(0.0, deadline - time.monotonic()))
+        except TimeoutError:
+            self._drop(broken=True)
+            what = "the helper to start" if starting else f"an answer to {op}"
+            raise HostError(
+                self.name, f"timed out after {self.timeout:g}s waiting for {what}"
+            ) from None
+        except OSError:
+            chunk = b""
+        if not chunk:
+            cause = self._died(op, stream, starting)
+            self._drop()
+            raise HostError(self.name, cause)
+        return chunk
+
+    def _died(self, op: str, stream: Stream, starting: bool) -> str:
+        if starting:
+            return f"helper did not start ({stream.ending()})"
+        return f"helper crashed during {op} ({stream.ending()})"
+
+    def _failure(self, op: str, error: dict[str, Any]) -> Exception:
+        message = str(error.get("message"))
+        if error.get("kind") == "refusal":
+            detail = error.get("detail")
+            return NativeRefusal(message, detail if isinstance(detail, str) else None)
+        caller_error = CALLER_ERRORS.get(str(error.get("type")))
+        if caller_error is not None:
+            return caller_error(message)
+        return HostError(self.name, f"{op} failed on the Mac: {error.get('type')}: {message}")
