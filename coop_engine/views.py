@@ -68,6 +68,14 @@ def envelope(row: Outbox) -> dict[str, Any]:
     }
 
 
+def envelope_row(outbox_id: str) -> dict[str, Any]:
+    """One envelope as `coop outbox --json` shows it."""
+    row = Outbox.get_or_none(Outbox.id == outbox_id)
+    if row is None:
+        raise NotFound(f"No outbox envelope {outbox_id}")
+    return envelope(row)
+
+
 def outbox(limit: int | None = None) -> list[dict[str, Any]]:
     query = (
         Outbox.select(Outbox, Session, Dispatch)

@@ -24,6 +24,7 @@ OPERATIONS = (
     "transcript_scan",
     "transcript_read",
     "transcript_tail",
+    "codex_threads",
     "find_session",
     "health",
 )
@@ -103,6 +104,11 @@ class Host(ABC):
         result: dict[str, Any] = self.call(
             "transcript_tail", session_id=session_id, max_bytes=max_bytes
         )
+        return result
+
+    def codex_threads(self) -> dict[str, Any]:
+        """This Mac's Codex thread list (hosts/codex.py)."""
+        result: dict[str, Any] = self.call("codex_threads")
         return result
 
     def find_session(self, vendor: str, native_id: str) -> dict[str, Any]:

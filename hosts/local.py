@@ -144,7 +144,24 @@ class LocalHost(Host):
 
     # --- adoption, health ------------------------------------------------------
 
+    def _codex_home(self) -> str:
+        from hosts import codex
+
+        return str(self.codex_home or codex.default_codex_home())
+
+    def _op_codex_threads(self) -> dict[str, Any]:
+        from hosts import codex
+
+        return codex.thread_list(self._codex_home())
+
     def _op_find_session(self, vendor: str, native_id: str) -> dict[str, Any]:
+        if vendor == "codex":
+            from hosts import codex
+
+            # A Codex take needs a saved thread in this Mac's list, not a live process.
+            found = codex.find_thread(self._codex_home(), native_id)
+            matches = 0 if found["archived"] else found["matches"]
+            return {"host": self.name, "matches": matches, "archived": found["archived"]}
         if vendor != "claude":
             raise ValueError(f"no {vendor} door on this host")
         live = [e for e in self._scan().entries if e.live and e.session_id == native_id]

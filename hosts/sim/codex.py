@@ -214,7 +214,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--thread-id", help="the thread to create or change (default: new)")
     parser.add_argument("--name", help="name the thread (appends session_index.jsonl)")
     parser.add_argument("--cwd", help="the new thread's working folder (default: this one)")
-    parser.add_argument("--turns", type=int, help="turns to add (default: 1 for a new thread)")
+    parser.add_argument(
+        "--turns", type=int, help="turns to add (a new thread gets at least 1, the default)"
+    )
     parser.add_argument("--client", choices=sorted(CLIENTS), default="tui")
     parser.add_argument("--archive", metavar="ID", help="archive this thread, nothing else")
     parser.add_argument("--compress", metavar="ID", help="compress this thread's rollout")

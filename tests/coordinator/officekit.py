@@ -3,11 +3,15 @@ whose clock the test moves."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
-from simchat import SimFleet
+from simchat import ROOT, SimFleet
 
 from coop_engine.adoption import AdoptionPass
 from coop_engine.coordinator import Coordinator
@@ -37,12 +41,29 @@ class Office:
         self.macs = {name: SimFleet(tmp / name) for name in MACS}
         for fleet in self.macs.values():
             fleet.config_dir.mkdir(parents=True)
+        self.codex_homes = {name: tmp / f"{name}-codex" for name in MACS}
         self.hosts = {
-            name: LocalHost(name, config_dir=fleet.config_dir) for name, fleet in self.macs.items()
+            name: LocalHost(name, config_dir=fleet.config_dir, codex_home=self.codex_homes[name])
+            for name, fleet in self.macs.items()
         }
         self.log: list[str] = []
         self.coordinator = Coordinator(self.engine, self.hosts, self.log.append)
         self.adoption = AdoptionPass(self.engine, self.hosts, "office", self.log.append)
+
+    def codex_thread(self, mac: str, *args: str) -> dict[str, Any]:
+        """A saved Codex thread on that Mac, written by the Codex simulator."""
+        command = [
+            sys.executable,
+            "-m",
+            "hosts.sim",
+            "codex",
+            "--codex-home",
+            str(self.codex_homes[mac]),
+            *args,
+        ]
+        result = subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT)
+        thread: dict[str, Any] = json.loads(result.stdout)
+        return thread
 
     def env(self, mac: str = "office", **extra: str) -> dict[str, str]:
         """The environment a `coop` command on that Mac sees."""

@@ -190,3 +190,21 @@ def test_pending_reply_is_carried_across_the_generation_bump(office: Office) -> 
     assert Outbox.get_by_id(reply).state == "pending"
     wait_for(lambda: (office.coordinator.tick(), Outbox.get_by_id(reply).state == "delivered")[1])
     assert not any("cancelled" in line for line in office.log)
+
+
+def test_codex_take_is_adopted_where_the_thread_is_saved(office: Office) -> None:
+    thread = office.codex_thread("laptop", "--name", "importer")["thread_id"]
+    session_id = take_from(office, f"codex:{thread}", "office")
+    (result,) = office.adoption.run()
+    assert [a["host"] for a in result["searched"]] == ["office", "laptop"]
+    assert result["found"] == "laptop"
+    row = Session.get_by_id(session_id)
+    assert (row.vendor, row.mode, row.host, row.generation) == ("codex", "managed", "laptop", 2)
+
+
+def test_archived_codex_thread_is_not_found(office: Office) -> None:
+    thread = office.codex_thread("office")["thread_id"]
+    office.codex_thread("office", "--archive", thread)
+    take_from(office, f"codex:{thread}", "office")
+    (result,) = office.adoption.run()
+    assert result["result"] == "not found"

@@ -1,0 +1,172 @@
+"""Find or fetch the real Codex CLI 0.171.0 (linux-x64) and run the driver offline.
+
+``codex_binary()`` returns the ``codex`` executable or raises ``Unavailable`` with a
+one-line reason. The npm package ``@openai/codex@0.171.0-linux-x64`` (~172 MB, never
+committed) is fetched once with ``npm pack`` into ``~/.cache/coop-test/``
+(``COOP_TEST_CACHE`` overrides) and extracted beside it; later runs reuse it.
+
+``run_driver(binary, root)`` runs ``real_driver.py`` inside a loopback-only network
+namespace (``unshare -n``) and returns the JSON it wrote. Every process left in that
+namespace afterwards is killed by pid.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+VERSION = "0.171.0"
+PACKAGE = f"@openai/codex@{VERSION}-linux-x64"
+TARBALL = f"openai-codex-{VERSION}-linux-x64.tgz"
+BINARY = Path("package/vendor/x86_64-unknown-linux-musl/bin/codex")
+REPOSITORY = Path(__file__).resolve().parents[2]
+DRIVER = Path(__file__).with_name("real_driver.py")
+DRIVER_TIMEOUT = 90.0
+
+
+class Unavailable(Exception):
+    """The real Codex CLI cannot run on this machine; the message says why."""
+
+
+def cache_dir() -> Path:
+    configured = os.environ.get("COOP_TEST_CACHE")
+    path = Path(configured) if configured else Path.home() / ".cache" / "coop-test"
+    path = path.expanduser().resolve()
+    if path == REPOSITORY or REPOSITORY in path.parents:
+        raise Unavailable(f"the package cache {path} must not be inside the repository")
+    return path
+
+
+def check_prerequisites() -> None:
+    """Raise Unavailable unless a loopback-only network namespace can be made here."""
+    if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
+        raise Unavailable(f"the linux-x64 build cannot run on {platform.machine()}")
+    if os.geteuid() != 0:
+        raise Unavailable("unshare -n (a loopback-only network namespace) needs root")
+    for tool in ("unshare", "ip"):
+        if shutil.which(tool) is None:
+            raise Unavailable(f"{tool} is not installed")
+    probe = subprocess.run(
+        ["unshare", "-n", "ip", "link", "set", "lo", "up"], capture_output=True, text=True
+    )
+    if probe.returncode != 0:
+        raise Unavailable(f"unshare -n does not work here: {probe.stderr.strip()[:200]}")
+
+
+def codex_binary(cache: Path | None = None) -> Path:
+    """The extracted ``codex`` executable, fetching and extracting it when missing."""
+    cache = cache or cache_dir()
+    root = cache / f"codex-{VERSION}"
+    binary = root / BINARY
+    if binary.is_file() and os.access(binary, os.X_OK):
+        return binary
+    tarball = cache / TARBALL
+    if not tarball.is_file():
+        _npm_pack(cache)
+    _extract(tarball, root)
+    if not (binary.is_file() and os.access(binary, os.X_OK)):
+        raise Unavailable(f"{TARBALL} holds no executable {BINARY}")
+    return binary
+
+
+def _npm_pack(cache: Path) -> None:
+    npm = shutil.which("npm")
+    if npm is None:
+        raise Unavailable("npm is not installed, so the Codex package cannot be fetched")
+    cache.mkdir(parents=True, exist_ok=True)
+    try:
+        done = subprocess.run(
+            [npm, "pack", PACKAGE, "--pack-destination", str(cache)],
+            cwd=cache,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise Unavailable(f"npm pack {PACKAGE} failed: {exc}") from exc
+    if done.returncode != 0 or not (cache / TARBALL).is_file():
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise Unavailable(f"npm pack {PACKAGE} failed: {last}")
+
+
+def _extract(tarball: Path, target: Path) -> None:
+    """Extract into a temporary folder, then rename it into place (atomic for readers)."""
+    staging = Path(tempfile.mkdtemp(prefix=".extract-", dir=target.parent))
+    try:
+        with tarfile.open(tarball) as archive:
+            archive.extractall(staging, filter="data")
+        extracted = staging / BINARY
+        if extracted.is_file():
+            extracted.chmod(0o755)  # be sure, whatever the archive's modes say
+        if target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)
+    except (OSError, tarfile.TarError) as exc:
+        raise Unavailable(f"cannot extract {tarball}: {exc}") from exc
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def run_driver(binary: Path, root: Path) -> dict[str, Any]:
+    """Run the driver in its own network namespace; returns its result JSON.
+
+    Raises RuntimeError (with the driver's stderr) when it fails or times out."""
+    result = root / "result.json"
+    netns_file = root / "netns"
+    argv = ["unshare", "-n", sys.executable, str(DRIVER), "--codex", str(binary)]
+    argv += ["--root", str(root), "--repo", str(REPOSITORY), "--result", str(result)]
+    argv += ["--netns-file", str(netns_file)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "OPENAI_"))}
+    driver = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        _, stderr = driver.communicate(timeout=DRIVER_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        driver.kill()
+        _, stderr = driver.communicate()
+        raise RuntimeError(f"the driver timed out\n{stderr.decode(errors='replace')}") from None
+    finally:
+        _kill_namespace(netns_file)
+    if driver.returncode != 0 or not result.is_file():
+        raise RuntimeError(
+            f"the driver exited {driver.returncode}\n{stderr.decode(errors='replace')[-4000:]}"
+        )
+    value: dict[str, Any] = json.loads(result.read_text())
+    return value
+
+
+def _kill_namespace(netns_file: Path) -> None:
+    """SIGKILL every process still in the driver's namespace (all of them ours)."""
+    try:
+        netns = netns_file.read_text().strip()
+    except OSError:
+        return
+    if not netns or netns == _netns(os.getpid()):
+        return
+    for _ in range(3):
+        left = [int(p) for p in os.listdir("/proc") if p.isdigit() and _netns(int(p)) == netns]
+        if not left:
+            return
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.1)
+
+
+def _netns(pid: int) -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/net")
+    except OSError:
+        return ""
