@@ -90,6 +90,11 @@ class HelperClient:
         with self._lock:
             return self._request(self._ready(), op, args)
 
+    def running(self) -> bool:
+        """Whether a helper is running now (the next call starts one otherwise)."""
+        stream = self._stream
+        return stream is not None and stream.alive()
+
     def close(self) -> None:
         with self._lock:
             self._drop()
@@ -111,9 +116,10 @@ class HelperClient:
             stream.send(payload, self.timeout)
             hello = {"name": self.name, "protocol": PROTOCOL}
             self.hello = self._request(stream, "hello", hello, starting=True)
-        except OSError as error:
+        except OSError:
+            cause = self._died("hello", stream, starting=True)
             self._drop(broken=True)
-            raise HostError(self.name, f"helper did not start: {error}") from None
+            raise HostError(self.name, cause) from None
         return stream
 
     def _request(

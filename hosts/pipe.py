@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 STOP_SECONDS = 2.0
+EXIT_STATUS_WAIT = 0.2
 
 
 class PipeStream(Stream):
@@ -69,11 +70,29 @@ class PipeStream(Stream):
                 else:
                     self.selector.unregister(key.fd)
 
+    def _drain_errors(self) -> None:
+        """Read what stderr holds now, without waiting for more."""
+        import select
+
+        while self.stderr in self.selector.get_map():
+            ready, _, _ = select.select([self.stderr], [], [], 0)
+            chunk = os.read(self.stderr, 1 << 16) if ready else None
+            if not chunk:
+                if chunk is not None:
+                    self.selector.unregister(self.stderr)
+                return
+            self.errors.add(chunk)
+
     def alive(self) -> bool:
         return self.process.poll() is None
 
     def ending(self) -> str:
-        code = self.process.poll()
+        try:
+            # Its output ended: its exit status follows in a moment.
+            code: int | None = self.process.wait(EXIT_STATUS_WAIT)
+        except subprocess.TimeoutExpired:
+            code = None
+        self._drain_errors()
         if code is None:
             status = "output closed"
         elif code < 0:

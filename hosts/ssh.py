@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 KEEPALIVE_SECONDS = 15
 # recv waits in slices so stderr is drained meanwhile; data wakes it at once.
 RECV_SLICE = 0.2
+EXIT_STATUS_WAIT = 0.2
 
 
 class ChannelStream(Stream):
@@ -74,6 +75,10 @@ class ChannelStream(Stream):
         )
 
     def ending(self) -> str:
+        # The exit status follows the end of output by a moment; a killed helper has none.
+        deadline = time.monotonic() + EXIT_STATUS_WAIT
+        while not self.channel.exit_status_ready() and time.monotonic() < deadline:
+            time.sleep(0.01)
         self._drain_errors()
         if not self.transport.is_active():
             status = "ssh connection lost"

@@ -1,0 +1,140 @@
+"""Fleet Macs for the ssh tests: real sshd processes on 127.0.0.1, each with its own host
+key and its own CLAUDE_CONFIG_DIR (sshd's SetEnv), simulated chats living there, and a
+client whose keys, known_hosts and ~/.ssh are in a temporary folder.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from simchat import SimChat, SimFleet
+from sshd_harness import SSHD, ClientKeys, Sshd, remove, short_tmp
+
+from hosts.base import Host
+from hosts.local import LocalHost
+from hosts.pipe import PipeHost
+from hosts.ssh import SshHost
+
+# The simulator's quick pace (tests/sim/conftest.py uses the same).
+FAST = ("--think", "0.05", "--tool-interval", "0.1", "--busy-seconds", "0.6")
+
+
+@pytest.fixture(autouse=True)
+def private_ssh_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """~ is a temporary folder: nothing reads or writes the real ~/.ssh, and no agent."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    return home
+
+
+@pytest.fixture(scope="session")
+def client() -> Iterator[ClientKeys]:
+    root = short_tmp("sc")
+    yield ClientKeys(root)
+    remove(root)
+
+
+class Mac:
+    """One simulated fleet Mac: an sshd whose sessions see `config_dir` as Claude's
+    folder and `codex_home` as Codex's."""
+
+    def __init__(self, name: str, root: Path, client: ClientKeys) -> None:
+        self.name = name
+        self.client = client
+        self.config_dir = root / "claude"
+        self.config_dir.mkdir(parents=True)
+        self.codex_home = root / "codex"
+        self.codex_home.mkdir()
+        self.sshd = Sshd(root / "sshd", client, self.config_dir, self.codex_home).start()
+        self.chats = SimFleet(self.config_dir)
+        self.hosts: list[Host] = []
+
+    @property
+    def port(self) -> int:
+        return self.sshd.port
+
+    def chat(self, *args: str) -> SimChat:
+        return self.chats.start(*FAST, *args)
+
+    def ssh_host(self, name: str | None = None, **settings: Any) -> SshHost:
+        options: dict[str, Any] = {
+            "port": self.port,
+            "user": "root",
+            "identity_file": str(self.client.identity),
+            "known_hosts": str(self.client.known_hosts),
+        }
+        options.update(settings)
+        host = SshHost(name or self.name, "127.0.0.1", **options)
+        self.hosts.append(host)
+        return host
+
+    def fleet_entry(self, **extra: Any) -> str:
+        """This Mac's [[mac]] table for a fleet.toml."""
+        lines = [
+            "[[mac]]",
+            f'name = "{self.name}"',
+            'host = "127.0.0.1"',
+            f"port = {self.port}",
+            'user = "root"',
+            f'identity_file = "{self.client.identity}"',
+            f'known_hosts = "{self.client.known_hosts}"',
+        ]
+        lines += [f"{key} = {value!r}" for key, value in extra.items()]
+        return "\n".join(lines) + "\n"
+
+    def stop(self) -> None:
+        for host in self.hosts:
+            host.close()
+        self.chats.stop_all()
+        self.sshd.stop()
+
+
+@pytest.fixture
+def start_mac(client: ClientKeys) -> Iterator[Callable[..., Mac]]:
+    """Start Macs; `trusted` puts the Mac's host key in the client's known_hosts."""
+    if os.geteuid() != 0 or not os.path.exists(SSHD):
+        pytest.skip("needs root and /usr/sbin/sshd (make test installs openssh-server)")
+    macs: list[tuple[Mac, Path]] = []
+
+    def start(name: str = "laptop", trusted: bool = True) -> Mac:
+        root = short_tmp("sm")
+        mac = Mac(name, root, client)
+        macs.append((mac, root))
+        if trusted:
+            client.trust(mac.sshd)
+        return mac
+
+    yield start
+    for mac, root in macs:
+        mac.stop()
+        remove(root)
+
+
+@pytest.fixture
+def laptop(start_mac: Callable[..., Mac]) -> Mac:
+    return start_mac("laptop")
+
+
+HOST_KINDS = ("local", "pipe", "ssh")
+
+
+@pytest.fixture(params=HOST_KINDS)
+def host_on(request: pytest.FixtureRequest, laptop: Mac) -> Iterator[Host]:
+    """The laptop's chats, asked through each Host implementation in turn."""
+    kind = request.param
+    host: Host
+    if kind == "local":
+        host = LocalHost("laptop", config_dir=laptop.config_dir, codex_home=laptop.codex_home)
+    elif kind == "pipe":
+        env = {"CLAUDE_CONFIG_DIR": str(laptop.config_dir), "CODEX_HOME": str(laptop.codex_home)}
+        host = PipeHost("laptop", env=env)
+    else:
+        host = laptop.ssh_host()
+    yield host
+    host.close()

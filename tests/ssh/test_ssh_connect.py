@@ -1,0 +1,164 @@
+"""Reaching a Mac over real OpenSSH: host keys under RejectPolicy, ~/.ssh/config and
+the agent, a reused Transport, and every failure as a HostError naming the Mac."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from conftest import Mac
+from sshd_harness import SilentServer, free_port, keygen, short_tmp, wait_until
+
+from hosts.base import HostError
+from hosts.native import frame
+from hosts.ssh import SshHost
+
+pytestmark = pytest.mark.ssh
+
+
+def failure(host: SshHost) -> HostError:
+    with pytest.raises(HostError) as failed:
+        host.health()
+    assert failed.value.host == host.name and str(failed.value).startswith(f"{host.name}: ")
+    return failed.value
+
+
+def test_unknown_host_key_is_refused_with_a_message_that_says_so_and_names_the_mac(
+    start_mac: Callable[..., Mac],
+) -> None:
+    stranger = start_mac("stranger", trusted=False)
+    cause = failure(stranger.ssh_host()).cause
+    assert cause.startswith(f"host key refused: [127.0.0.1]:{stranger.port} is unknown")
+    assert "SHA256:" in cause and str(stranger.client.known_hosts) in cause
+    assert not any("Accepted publickey" in line for line in stranger.sshd.log)
+
+
+def test_changed_host_key_is_refused_and_names_both_fingerprints(
+    laptop: Mac, tmp_path: Path
+) -> None:
+    impostor_key = keygen(tmp_path / "impostor")
+    known = tmp_path / "known_hosts"
+    known.write_text(f"[127.0.0.1]:{laptop.port} {impostor_key}\n")
+    cause = failure(laptop.ssh_host(known_hosts=str(known))).cause
+    assert cause.startswith(f"host key CHANGED for [127.0.0.1]:{laptop.port}")
+    assert cause.count("SHA256:") == 2
+
+
+def test_sshd_down_is_connection_refused(laptop: Mac) -> None:
+    host = laptop.ssh_host(port=free_port())
+    assert "connection refused by 127.0.0.1:" in failure(host).cause
+
+
+def test_a_server_that_accepts_and_never_answers_costs_its_timeout_and_no_more(
+    laptop: Mac,
+) -> None:
+    silent = SilentServer()
+    try:
+        host = laptop.ssh_host(port=silent.port, timeout=1.0)
+        started = time.monotonic()
+        cause = failure(host).cause
+        elapsed = time.monotonic() - started
+        assert cause.startswith("timed out after 1s waiting for ssh from 127.0.0.1:")
+        assert 0.9 < elapsed < 2.5
+        # Asked again at once: the Mac is not waited for twice in one pass.
+        started = time.monotonic()
+        assert failure(host).cause == cause
+        assert time.monotonic() - started < 0.2
+    finally:
+        silent.close()
+
+
+def test_a_key_the_mac_does_not_authorize_is_auth_failed(laptop: Mac, tmp_path: Path) -> None:
+    keygen(tmp_path / "other")
+    cause = failure(laptop.ssh_host(identity_file=str(tmp_path / "other"))).cause
+    assert cause.startswith(f"auth failed for root@127.0.0.1:{laptop.port}: no key was accepted")
+
+
+def test_one_transport_is_reused_and_reopened_when_it_died(laptop: Mac) -> None:
+    host = laptop.ssh_host()
+    host.health()
+    transport = host.transport()
+    for _ in range(5):
+        host.health()
+    assert host.transport() is transport
+    assert sum("Accepted publickey" in line for line in laptop.sshd.log) == 1
+    transport.close()
+    assert host.health()["host"] == "laptop"
+    assert host.transport() is not transport
+
+
+def test_a_helper_killed_mid_session_is_started_again_by_the_next_request(laptop: Mac) -> None:
+    host = laptop.ssh_host()
+    first = host.client.hello
+    pid = host.health()["pid"]
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: not host.client.running(), 5)
+    assert host.health()["pid"] != pid
+    assert host.client.hello is not first
+
+
+def test_ssh_config_host_alias_hostname_user_port_and_identity_file_are_honoured(
+    laptop: Mac, private_ssh_home: Path
+) -> None:
+    (private_ssh_home / ".ssh" / "config").write_text(
+        "Host laptop-alias\n"
+        "  HostName 127.0.0.1\n"
+        f"  Port {laptop.port}\n"
+        "  User root\n"
+        f"  IdentityFile {laptop.client.identity}\n"
+    )
+    host = SshHost("laptop", "laptop-alias", known_hosts=str(laptop.client.known_hosts))
+    laptop.hosts.append(host)
+    assert host.health()["host"] == "laptop"
+
+
+def test_user_known_hosts_are_read_when_the_mac_names_none(
+    laptop: Mac, private_ssh_home: Path
+) -> None:
+    known = private_ssh_home / ".ssh" / "known_hosts"
+    known.write_text(laptop.sshd.known_hosts_line())
+    assert laptop.ssh_host(known_hosts=None).health()["host"] == "laptop"
+
+
+@pytest.fixture
+def agent(laptop: Mac, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    folder = short_tmp("sa")
+    sock = str(folder / "agent.sock")
+    process = subprocess.Popen(["ssh-agent", "-D", "-a", sock], stdout=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: os.path.exists(sock), 5)
+        env = {**os.environ, "SSH_AUTH_SOCK": sock}
+        subprocess.run(["ssh-add", "-q", str(laptop.client.identity)], env=env, check=True)
+        monkeypatch.setenv("SSH_AUTH_SOCK", sock)
+        yield sock
+    finally:
+        process.terminate()
+        process.wait(5)
+
+
+def test_keys_in_the_ssh_agent_are_used(laptop: Mac, agent: str) -> None:
+    assert laptop.ssh_host(identity_file=None).health()["host"] == "laptop"
+
+
+def test_session_ids_and_names_full_of_shell_metacharacters_reach_the_mac_unchanged(
+    laptop: Mac,
+) -> None:
+    marker = short_tmp("sp") / "ran"
+    nasty = f"x';touch {marker};\"$(touch {marker})`touch {marker}`|&<>*?$HOME\\"
+    session_id = f"{nasty}\n$(id)"
+    chat = laptop.chat("--name", nasty)
+    chat.rewrite_entry(sessionId=session_id)  # what a registry may hold is not up to Coop
+    host = laptop.ssh_host(name=f"mac {nasty}")
+    (seen,) = host.chats()["chats"]
+    assert (seen["session_id"], seen["name"], seen["host"]) == (session_id, nasty, host.name)
+    pinned = host.target(session_id)
+    line = frame(session_id, "m-1", nasty).decode()
+    assert host.send_frame(pinned, session_id, line)["ok"] is True
+    (received,) = wait_until(chat.frames)
+    assert received["session_id"] == session_id and received["message"]["content"] == nasty
+    assert not marker.exists()
