@@ -174,7 +174,11 @@ def _fleet_commands(sub: Subparsers) -> None:
 
 
 def _app_commands(sub: Subparsers) -> None:
-    demo = sub.add_parser("demo", help="a real scenario on a temporary ledger")
+    tui = sub.add_parser("tui", help="the live app (the same as `coop` alone)")
+    tui.add_argument("--attach", action="store_true", help="watch only; never run a coordinator here")
+    tui.set_defaults(handler=_ledger("tui"))
+    demo = sub.add_parser("demo", help="a simulated fleet on this machine, in the app")
+    demo.add_argument("--no-tui", action="store_true", help="set the fleet up, print the outbox, stop")
     demo.set_defaults(handler=_ledger("demo"))
 
 
@@ -185,8 +189,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ["COOP_HOME"] = args.home
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
-        parser.print_help(sys.stderr)
-        return 2
+        # `coop` alone opens the app.
+        args = parser.parse_args([*(["--home", args.home] if args.home else []), "tui"])
+        handler = args.handler
     from coop_engine.errors import CoopError
     from hosts.base import HostError
     from hosts.fleet import FleetError

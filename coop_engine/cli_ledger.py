@@ -261,7 +261,16 @@ def tick(args: argparse.Namespace) -> int:
     return 0
 
 
-def demo(args: argparse.Namespace) -> int:
-    from coop_engine.demo import run_demo
+def tui(args: argparse.Namespace) -> int:
+    from coop_engine.home import ensure_home
+    from coop_tui.app import CoopApp
 
-    return run_demo(sys.stdout)
+    home = ensure_home(coop_home())
+    CoopApp(home, _fleet(), coordinator="none" if args.attach else "auto").run()
+    return 0
+
+
+def demo(args: argparse.Namespace) -> int:
+    from coop_tui.demo import run_demo
+
+    return run_demo(args.home, tui=not args.no_tui)

@@ -40,10 +40,18 @@ def _args_hash(name: str, args: dict[str, Any]) -> str:
 class CommandBase:
     """Transactions, idempotency, events and notifications shared by all commands."""
 
-    def __init__(self, db: pw.Database, clock: Clock = time.time, actor: str = "coop") -> None:
+    def __init__(
+        self,
+        db: pw.Database,
+        clock: Clock = time.time,
+        actor: str = "coop",
+        new_id: Callable[[], str] | None = None,
+    ) -> None:
         self.db = db
         self.clock = clock
         self.actor = actor
+        # Envelope ids become frames' msg_id; tests and snapshots inject a fixed sequence.
+        self.new_id = new_id or (lambda: str(uuid.uuid4()))
 
     # --- the command frame -------------------------------------------------------------
 

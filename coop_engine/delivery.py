@@ -7,7 +7,6 @@ Nothing here retries: the only second attempt is `resend`, a decision by Dad or 
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from coop_engine import texts
@@ -265,7 +264,7 @@ class DeliveryCommands(CommandBase):
                 )
             self._check_resendable(old)
             session = old.session
-            new_id = str(uuid.uuid4())
+            new_id = self.new_id()
             reason = (old.expiry or {}).get("reason", "expired")
             payload = dict(old.payload)
             original = old.payload.get("original_text", old.payload["text"])

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import uuid
-
 from coop_engine.commands import CommandBase, fresh_key
-from coop_engine.models import Outbox, Session, Setting
 from coop_engine.errors import NotAuthorized
+from coop_engine.models import Outbox, Session, Setting
 from coop_engine.takes import parse_session_ref
 
 ADOPTION_RETRY_SECONDS = 10 * 60
@@ -87,7 +85,7 @@ class EnrollmentCommands(CommandBase):
 
         def run(now: float) -> dict[str, Any]:
             session = self._session(session_id)
-            outbox_id = str(uuid.uuid4())
+            outbox_id = self.new_id()
             Outbox.create(
                 id=outbox_id,
                 session=session,

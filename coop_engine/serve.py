@@ -10,6 +10,7 @@ before the next one starts and a restart reconciles uncertain envelopes first.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -28,8 +29,10 @@ from coop_engine.engine import Engine
 from coop_engine.models import Outbox, Session
 from hosts.fleet import Fleet
 from hosts.local import LocalHost
+from hosts.platforms import current_platform
 
 MIN_PASS_GAP = 0.05
+PID_FILE = "serve.pid"
 Log = Callable[[str], None]
 
 
@@ -63,6 +66,7 @@ class Server:
         pass_interval: float = 1.0,
         remote_interval: float = 3.0,
         adoption_interval: float = 60.0,
+        first_adoption_after: float = 0.0,
     ) -> None:
         self.engine = engine
         self.fleet = fleet
@@ -73,6 +77,7 @@ class Server:
         self.pass_interval = pass_interval
         self.remote_interval = remote_interval
         self.adoption_interval = adoption_interval
+        self.first_adoption_after = first_adoption_after
         self.wake = threading.Event()
         self.stopping = threading.Event()
         self.observer = Observer()
@@ -114,8 +119,24 @@ class Server:
         self.wake.set()
 
     def run(self) -> int:
+        """Serve in the main thread until SIGTERM or Ctrl-C; announce it in serve.pid."""
         signal.signal(signal.SIGTERM, self.stop)
         signal.signal(signal.SIGINT, self.stop)
+        marker = self.home / PID_FILE
+        marker.write_text(json.dumps(_this_process()))
+        try:
+            self.serve()
+        finally:
+            marker.unlink(missing_ok=True)
+        return 0
+
+    def start_thread(self) -> threading.Thread:
+        """Serve in a background thread (the TUI's in-process coordinator)."""
+        thread = threading.Thread(target=self.serve, name="coordinator", daemon=True)
+        thread.start()
+        return thread
+
+    def serve(self) -> None:
         self._watch(str(self.home), lambda path: os.path.basename(path).startswith("coop.db"))
         self._refresh_watches()
         self.observer.start()
@@ -127,10 +148,10 @@ class Server:
             self.observer.stop()
             self.observer.join(5)
         self.log("stopped")
-        return 0
 
     def _loop(self) -> None:
-        remote_due = adoption_due = 0.0
+        remote_due = 0.0
+        adoption_due = time.monotonic() + self.first_adoption_after
         local = [self.fleet.office]
         while not self.stopping.is_set():
             self.wake.clear()  # a change during this pass wakes the next one at once
@@ -146,3 +167,20 @@ class Server:
             self._refresh_watches()
             time.sleep(MIN_PASS_GAP)  # our own ledger writes wake us once; let them settle
             self.wake.wait(self.pass_interval)
+
+
+def _this_process() -> dict[str, Any]:
+    pid = os.getpid()
+    return {"pid": pid, "birth": current_platform().births([pid]).get(pid)}
+
+
+def running_server(home: Path) -> int | None:
+    """The pid of a live `coop serve` on this ledger, or None."""
+    try:
+        marker = json.loads((home / PID_FILE).read_text())
+        pid = int(marker["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    birth = current_platform().births([pid]).get(pid)
+    # A pid reused by another process since serve died is not serve.
+    return pid if birth is not None and birth == marker.get("birth") else None

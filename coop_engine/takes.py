@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import secrets
 import string
-import uuid
 from typing import Any
 
 from coop_engine import texts
@@ -45,7 +44,7 @@ class TakeCommands(CommandBase):
         kind: str,
         payload: dict[str, Any],
     ) -> str:
-        outbox_id = str(uuid.uuid4())
+        outbox_id = self.new_id()
         Outbox.create(
             id=outbox_id,
             session=session,

@@ -1,0 +1,479 @@
+"""The Coop app: live panes for Macs, chats and the outbox, and the screens behind them.
+
+The UI thread never waits on the ledger, a Mac or ssh: every read and every engine
+command runs in a thread worker, which hands its result back with `call_from_thread`.
+Changes arrive as events: watchdog sees the ledger's WAL move (whoever wrote it, this
+app's coordinator or a `coop serve`), and one worker reads what moved since the last
+event id. A slow poll of the newest event id is the fallback for ledgers watchdog
+cannot see (a database server).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.widgets import DataTable, Footer, Header, Static
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+from coop_engine.db import open_ledger
+from coop_engine.engine import Engine
+from coop_engine.errors import CoopError
+from coop_tui import ledger
+from coop_tui.commands import CoopCommands
+from coop_tui.messages import LedgerChanged
+from coop_tui.survey import survey
+from coop_tui.widgets.panes import HostsPane, OutboxPane, SessionsPane, merge_live
+from hosts.fleet import Fleet
+
+Clock = Callable[[], float]
+
+
+class _LedgerWatch(FileSystemEventHandler):
+    """Only signals; the app's worker does the reading."""
+
+    def __init__(self, app: CoopApp) -> None:
+        self.app = app
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if os.path.basename(os.fsdecode(event.src_path)).startswith("coop.db"):
+            self.app.post_message(LedgerChanged())
+
+
+class CoopApp(App[None]):
+    CSS_PATH = "coop.tcss"
+    TITLE = "Coop"
+    SUB_TITLE = "the fleet's deliveries"
+    COMMANDS = App.COMMANDS | {CoopCommands}
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "question_mark",
+            "help",
+            "Help",
+            key_display="?",
+            id="help",
+            tooltip="Every key, and what the fact marks mean",
+        ),
+        Binding("q", "quit", "Quit", id="quit", tooltip="Stop the coordinator and leave"),
+        Binding("1", "focus_pane('hosts')", "Macs", id="pane.hosts", tooltip="Focus the Macs pane"),
+        Binding(
+            "2",
+            "focus_pane('sessions')",
+            "Chats",
+            id="pane.sessions",
+            tooltip="Focus the chats pane",
+        ),
+        Binding(
+            "3", "focus_pane('outbox')", "Outbox", id="pane.outbox", tooltip="Focus the outbox pane"
+        ),
+        Binding(
+            "r",
+            "resend",
+            "Send again",
+            id="resend",
+            tooltip="Send again an expired delivery, once, as Dad",
+        ),
+        Binding(
+            "a",
+            "adoption",
+            "Adoption",
+            id="adoption",
+            tooltip="CLI takers, where they were searched, adopt one",
+        ),
+        Binding(
+            "c",
+            "inspect",
+            "Inspect chat",
+            id="inspect",
+            tooltip="The chat's registry entry and transcript tail",
+        ),
+        Binding("i", "invite", "Invite", id="invite", tooltip="Invite a chat to a todo"),
+        Binding(
+            "n",
+            "notifications",
+            "Notices",
+            id="notifications",
+            tooltip="What Dad was told, newest first",
+        ),
+        Binding(
+            "f",
+            "filter",
+            "Filter",
+            id="filter",
+            tooltip="Filter the outbox by state, kind, todo or id",
+        ),
+        Binding(
+            "escape",
+            "clear_filter",
+            "Clear filter",
+            id="clear_filter",
+            tooltip="Show every Mac's chats and every envelope",
+        ),
+    ]
+
+    def __init__(
+        self,
+        home: Path,
+        fleet: Fleet,
+        *,
+        clock: Clock = time.time,
+        coordinator: str = "auto",
+        banner: str | None = None,
+        survey_interval: float = 5.0,
+        engine: Engine | None = None,
+        first_adoption_after: float = 0.0,
+    ) -> None:
+        super().__init__()
+        self.home = home
+        self.fleet = fleet
+        self.clock = clock
+        self.coordinator_mode = coordinator
+        self.banner = banner
+        self.survey_interval = survey_interval
+        self.engine = engine
+        self.first_adoption_after = first_adoption_after
+        self.surveys: dict[str, dict[str, Any]] = {}
+        self.session_rows: list[dict[str, Any]] = []
+        self.host_filter: str | None = None
+        self.session_filter: int | None = None
+        self.text_filter: str | None = None
+        self.last_event = 0
+        self._refreshing = False
+        self._refresh_again = False
+        self._server: Any = None
+        self._observer: Any = None
+
+    # --- layout -------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Vertical(id="panes"):
+            yield HostsPane(id="hosts")
+            yield SessionsPane(id="sessions")
+            yield OutboxPane(id="outbox")
+        yield Static(id="status")
+        yield Footer()
+
+    @property
+    def hosts_pane(self) -> HostsPane:
+        return self.query_one(HostsPane)
+
+    @property
+    def sessions_pane(self) -> SessionsPane:
+        return self.query_one(SessionsPane)
+
+    @property
+    def outbox_pane(self) -> OutboxPane:
+        return self.query_one(OutboxPane)
+
+    def on_mount(self) -> None:
+        for pane in (self.hosts_pane, self.sessions_pane, self.outbox_pane):
+            pane.border_title = pane.BORDER_TITLE
+        self.outbox_pane.focus()
+        self.open_ledger()
+        self.set_interval(self.survey_interval, self.survey_fleet)
+        self.set_interval(5.0, self.refresh_ages)
+        self.set_interval(2.0, self.poll_ledger)
+        self.survey_fleet()
+
+    @work(thread=True, group="ledger", exit_on_error=True)
+    def open_ledger(self) -> None:
+        engine = self.engine or Engine(open_ledger(self.home), clock=self.clock, actor="dad")
+        window = ledger.outbox_window()
+        sessions = ledger.session_rows()
+        last = ledger.latest_event()
+        self.call_from_thread(self._ledger_opened, engine, window, sessions, last)
+
+    def _ledger_opened(
+        self, engine: Engine, window: ledger.OutboxWindow, sessions: list[dict[str, Any]], last: int
+    ) -> None:
+        self.engine = engine
+        self.last_event = last
+        self.session_rows = sessions
+        self._show_window(window)
+        self._show_sessions()
+        self._watch_ledger()
+        self._start_coordinator()
+
+    def _watch_ledger(self) -> None:
+        if not self.home.is_dir():
+            return
+        self._observer = Observer()
+        self._observer.schedule(_LedgerWatch(self), str(self.home), recursive=False)
+        self._observer.daemon = True
+        self._observer.start()
+
+    def _start_coordinator(self) -> None:
+        from coop_engine.serve import Server, running_server
+
+        serving = running_server(self.home)
+        if self.coordinator_mode == "none" or (self.coordinator_mode == "auto" and serving):
+            where = f"attached to coop serve (pid {serving})" if serving else "watching only"
+            self._status(where)
+            return
+        assert self.engine is not None
+        self._server = Server(
+            self.engine,
+            self.fleet,
+            self.home,
+            log=lambda line: None,
+            first_adoption_after=self.first_adoption_after,
+        )
+        self._server.start_thread()
+        self._status("coordinator running in this app")
+
+    def _status(self, text: str) -> None:
+        parts = [text]
+        if self.banner:
+            parts.append(self.banner)
+        self.query_one("#status", Static).update(" · ".join(parts))
+
+    async def action_quit(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+        if self._observer is not None:
+            self._observer.stop()
+        self.exit()
+
+    # --- the ledger, live ---------------------------------------------------------------
+
+    @on(LedgerChanged)
+    def request_refresh(self) -> None:
+        if self.engine is None:
+            return
+        if self._refreshing:
+            self._refresh_again = True
+            return
+        self._refreshing = True
+        self._refresh(
+            self.last_event,
+            set(self.outbox_pane.rows_by_key),
+            self.session_filter,
+            self.text_filter,
+        )
+
+    @work(thread=True, group="ledger")
+    def _refresh(
+        self, last_event: int, shown: set[str], session_id: int | None, text: str | None
+    ) -> None:
+        changes = ledger.changes_since(last_event)
+        window = None
+        if changes.reload or any(row["id"] not in shown for row in changes.envelopes):
+            window = ledger.outbox_window(session_id, text=text)
+        sessions = ledger.session_rows() if changes.sessions else None
+        self.call_from_thread(self._apply, changes, window, sessions)
+
+    def _apply(
+        self,
+        changes: ledger.Changes,
+        window: ledger.OutboxWindow | None,
+        sessions: list[dict[str, Any]] | None,
+    ) -> None:
+        self.last_event = changes.last_event
+        if window is not None:
+            self._show_window(window)
+        else:
+            now = self.clock()
+            for row in changes.envelopes:
+                self.outbox_pane.patch_row({**row, "_now": now})
+        if sessions is not None:
+            self.session_rows = sessions
+            self._show_sessions()
+        self._refreshing = False
+        if self._refresh_again:
+            self._refresh_again = False
+            self.request_refresh()
+
+    def _show_window(self, window: ledger.OutboxWindow) -> None:
+        now = self.clock()
+        self.outbox_pane.replace_rows({**row, "_now": now} for row in window.rows)
+        shown = len(window.rows)
+        scope = "" if window.session_id is None else " for this chat"
+        if self.text_filter:
+            scope += f" matching {self.text_filter!r}"
+        more = f", newest {shown} shown" if window.total > shown else ""
+        self.outbox_pane.border_title = f"Outbox · {window.total} envelopes{scope}{more}"
+
+    @work(thread=True, group="poll")
+    def poll_ledger(self) -> None:
+        if self.engine is None:
+            return
+        if ledger.latest_event() > self.last_event:
+            self.post_message(LedgerChanged())
+
+    def refresh_ages(self) -> None:
+        now = self.clock()
+        pane = self.outbox_pane
+        for key, row in list(pane.rows_by_key.items()):
+            row["_now"] = now
+            pane.update_cell(key, "age", OutboxPane.COLUMNS[6][2](row))
+
+    # --- Macs and chats ------------------------------------------------------------------
+
+    @work(thread=True, group="survey", exclusive=False)
+    def survey_fleet(self) -> None:
+        survey(self.fleet.hosts, lambda report: self.call_from_thread(self._surveyed, report))
+
+    def _surveyed(self, report: dict[str, Any]) -> None:
+        self.surveys[report["name"]] = report
+        rows = [self.surveys[name] for name in self.fleet.hosts if name in self.surveys]
+        self.hosts_pane.replace_rows(rows)
+        self._show_sessions()
+
+    def _show_sessions(self) -> None:
+        rows = merge_live(self.session_rows, self.surveys)
+        if self.host_filter:
+            rows = [row for row in rows if row["host"] == self.host_filter]
+        self.sessions_pane.replace_rows(rows)
+        title = "Chats" if not self.host_filter else f"Chats on {self.host_filter}"
+        self.sessions_pane.border_title = f"{title} · {len(rows)}"
+
+    # --- selecting and filtering ---------------------------------------------------------
+
+    @on(DataTable.RowSelected, "#hosts")
+    def _host_selected(self, event: DataTable.RowSelected) -> None:
+        self.host_filter = str(event.row_key.value)
+        self._show_sessions()
+        self.sessions_pane.focus()
+
+    @on(DataTable.RowSelected, "#sessions")
+    def _session_selected(self, event: DataTable.RowSelected) -> None:
+        row = self.sessions_pane.selected()
+        if row is None or row.get("id") is None:
+            self.notify("This chat has no envelopes yet: invite it with i", severity="information")
+            return
+        self.session_filter = int(row["id"])
+        self._reload_window()
+        self.outbox_pane.focus()
+
+    @on(DataTable.RowSelected, "#outbox")
+    def _envelope_selected(self, event: DataTable.RowSelected) -> None:
+        from coop_tui.screens.delivery import DeliveryScreen
+
+        self.push_screen(DeliveryScreen(str(event.row_key.value)))
+
+    def _reload_window(self) -> None:
+        self._load_window(self.session_filter, self.text_filter)
+
+    @work(thread=True, group="ledger")
+    def _load_window(self, session_id: int | None, text: str | None) -> None:
+        window = ledger.outbox_window(session_id, text=text)
+        self.call_from_thread(self._show_window, window)
+
+    def action_focus_pane(self, name: str) -> None:
+        self.query_one(f"#{name}").focus()
+
+    def action_clear_filter(self) -> None:
+        self.host_filter = None
+        self.session_filter = None
+        self.text_filter = None
+        self._show_sessions()
+        self._reload_window()
+
+    def action_filter(self) -> None:
+        from coop_tui.screens.dialogs import FilterDialog
+
+        def apply(text: str | None) -> None:
+            if text is None:
+                return
+            self.text_filter = text.strip() or None
+            self._reload_window()
+
+        self.push_screen(FilterDialog(self.text_filter or ""), apply)
+
+    # --- decisions -----------------------------------------------------------------------
+
+    def action_resend(self) -> None:
+        row = self.outbox_pane.selected()
+        if row is None:
+            self.notify("Select an envelope in the outbox first", severity="warning")
+            return
+        self.request_resend(row["id"])
+
+    @work(thread=True, group="commands")
+    def request_resend(self, outbox_id: str, done: Callable[[], None] | None = None) -> None:
+        """Read the envelope as it is now: a proven loss not yet sent again is confirmed
+        first; anything else goes straight to the engine, whose refusal says why."""
+        from coop_tui.screens.dialogs import ConfirmResend
+
+        row = ledger.envelope(outbox_id)
+        if row["state"] == "expired" and not row["resent_as"]:
+
+            def decided(yes: bool | None) -> None:
+                if yes:
+                    self.resend(outbox_id, done)
+
+            self.call_from_thread(self.push_screen, ConfirmResend(outbox_id), decided)
+        else:
+            self.resend(outbox_id, done)
+
+    @work(thread=True, group="commands")
+    def resend(self, outbox_id: str, done: Callable[[], None] | None = None) -> None:
+        assert self.engine is not None
+        try:
+            result = self.engine.resend(outbox_id, "dad")
+        except CoopError as refusal:
+            self.call_from_thread(self.notify, str(refusal), title="Send again", severity="warning")
+            return
+        self.call_from_thread(
+            self.notify, f"Sent again as {result['outbox'][:8]}", title="Send again"
+        )
+        self.post_message(LedgerChanged())
+        if done is not None:
+            self.call_from_thread(done)
+
+    def action_adoption(self) -> None:
+        from coop_tui.screens.adoption import AdoptionScreen
+
+        self.push_screen(AdoptionScreen())
+
+    def action_inspect(self) -> None:
+        from coop_tui.screens.inspector import InspectorScreen
+
+        row = self.sessions_pane.selected()
+        if row is None:
+            self.notify("Select a chat in the chats pane first", severity="warning")
+            return
+        self.push_screen(InspectorScreen(row))
+
+    def action_invite(self) -> None:
+        from coop_tui.screens.dialogs import InviteDialog
+
+        self.push_screen(InviteDialog(), self._invited)
+
+    def _invited(self, choice: tuple[int, str, str] | None) -> None:
+        if choice is not None:
+            self.invite(*choice)
+
+    @work(thread=True, group="commands")
+    def invite(self, todo_id: int, session_ref: str, host: str) -> None:
+        assert self.engine is not None
+        try:
+            result = self.engine.invite(todo_id, session_ref, host)
+        except CoopError as refusal:
+            self.call_from_thread(self.notify, str(refusal), title="Invite", severity="warning")
+            return
+        self.call_from_thread(
+            self.notify,
+            f"Invited {session_ref[:15]} to #{todo_id} ({result['outbox'][:8]})",
+            title="Invite",
+        )
+        self.post_message(LedgerChanged())
+
+    def action_notifications(self) -> None:
+        from coop_tui.screens.notices import NotificationsScreen
+
+        self.push_screen(NotificationsScreen())
+
+    def action_help(self) -> None:
+        from coop_tui.screens.help import HelpScreen
+
+        self.push_screen(HelpScreen())

@@ -1,0 +1,93 @@
+"""Adoption review: each CLI taker, where it was searched and what each Mac answered;
+adopt one by key; refusals and their 48-hour hold."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static
+
+from coop_engine.adoption import AdoptionPass
+from coop_engine.models import Session
+from coop_tui import ledger
+from coop_tui.widgets import cells
+from coop_tui.widgets.panes import Column, LedgerTable
+
+
+def _searched(row: dict[str, Any]) -> str | None:
+    search = row.get("adoption") or {}
+    answers = []
+    for answer in search.get("searched", []):
+        said = answer.get("error") or f"{answer.get('matches')} match(es)"
+        answers.append(f"{answer['host']}: {said}")
+    return "; ".join(answers) or None
+
+
+class TakersTable(LedgerTable):
+    COLUMNS: ClassVar[list[Column]] = [
+        ("session", "CHAT", lambda r: cells.plain(f"{r['vendor']}:{r['native_id'][:8]}")),
+        ("host", "DECLARED", lambda r: cells.plain(r["host"])),
+        ("todos", "TODOS", lambda r: cells.plain(", ".join(f"#{t}" for t in r["todos"]) or None)),
+        ("searched", "SEARCHED", lambda r: cells.plain(_searched(r))),
+        ("result", "RESULT", lambda r: cells.plain((r.get("adoption") or {}).get("result"))),
+        ("tried", "LAST TRIED", lambda r: cells.plain(r.get("last_tried_at"))),
+        ("hold", "REFUSED UNTIL", lambda r: cells.plain(r.get("refused_until"), "red")),
+    ]
+
+
+class AdoptionScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "escape", "app.pop_screen", "Back", id="adoption.back", tooltip="Back to the panes"
+        ),
+        Binding(
+            "a",
+            "adopt",
+            "Adopt now",
+            id="adoption.adopt",
+            tooltip="Search the fleet for this chat and adopt it",
+        ),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static(
+            "CLI takers: chats that took work through `coop todo take`. Coop searches the declared Mac, the office, then the others.",
+            id="adoption-intro",
+        )
+        yield TakersTable(id="takers")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "adoption review"
+        self.query_one(TakersTable).focus()
+        self.load()
+
+    @work(thread=True, group="adoption")
+    def load(self) -> None:
+        rows = ledger.cli_takers()
+        self.app.call_from_thread(self.query_one(TakersTable).replace_rows, rows)
+
+    def action_adopt(self) -> None:
+        row = self.query_one(TakersTable).selected()
+        if row is None:
+            self.notify("No CLI taker selected", severity="warning")
+            return
+        self.adopt(int(row["id"]))
+
+    @work(thread=True, group="adoption")
+    def adopt(self, session_id: int) -> None:
+        app: Any = self.app
+        session = Session.get_by_id(session_id)
+        adoption = AdoptionPass(
+            app.engine, app.fleet.hosts, app.fleet.office, log=lambda line: None
+        )
+        result = adoption.adopt_one(session)
+        self.app.call_from_thread(
+            self.notify, f"{result['session'][:15]}: {result['result']}", title="Adoption"
+        )
+        self.load()

@@ -1,0 +1,177 @@
+"""Delivery detail: the five facts as a timeline with their evidence, the inbound
+prediction recorded at send, the expiry evidence, and the resend chain."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static
+
+from coop_tui import explain, ledger
+
+
+def _evidence(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False) if value else ""
+
+
+def fact_lines(detail: dict[str, Any]) -> list[tuple[str, str | None, str]]:
+    """(fact, when, evidence) for the five facts, in order."""
+    facts = detail["facts"]
+    transport = detail.get("transport_evidence") or {}
+    receipt = detail.get("receipt") or {}
+    acceptance = detail.get("acceptance") or {}
+    dispatch = detail.get("dispatch_detail") or {}
+    shape = {
+        "user": "user entry: a new turn (idle receiver)",
+        "queued_command": "queued_command attachment: absorbed mid-turn (busy receiver)",
+    }
+    attempts = "; ".join(
+        f"attempt {a['attempt']} on {a['host']}: {a['state']}" for a in detail.get("attempts", [])
+    )
+    written = (
+        "socket write returned ok"
+        if transport.get("ok")
+        else (f"{transport.get('stage')}: {transport.get('error')}" if transport else "")
+    )
+    return [
+        ("1 stored", facts["stored"], "outbox row committed in the engine's transaction"),
+        ("2 transport", facts["transport"], "; ".join(p for p in (written, attempts) if p)),
+        (
+            "3 received",
+            facts["received"],
+            f"{shape.get(receipt.get('shape'), '')} at byte {receipt.get('offset')} of {receipt.get('transcript')}"
+            if receipt
+            else "no peer entry with this id seen yet",
+        ),
+        (
+            "4 accepted",
+            facts["accepted"],
+            f"final at byte {acceptance.get('offset')}: {acceptance.get('final', '')[-160:]}"
+            if acceptance
+            else "",
+        ),
+        (
+            "5 outcome",
+            facts["outcome"],
+            f"{dispatch.get('outcome')} (by {dispatch.get('outcome_by')})"
+            if dispatch.get("outcome")
+            else "",
+        ),
+    ]
+
+
+def render_detail(detail: dict[str, Any]) -> Group:
+    title = Text.assemble(
+        (f"{detail['kind']} ", "bold"),
+        (detail["id"], "bold cyan"),
+        f"  todo #{detail.get('todo')}  ",
+        (detail["session"], ""),
+        f" on {detail['host']}  ",
+        (detail["state"], "bold"),
+    )
+    facts = Table("fact", "when", "evidence", box=None, padding=(0, 2), expand=True)
+    for name, when, evidence in fact_lines(detail):
+        facts.add_row(
+            Text(name, style="bold"),
+            Text(when or "—", style="green" if when else "dim"),
+            Text(evidence),
+        )
+    inbound = detail.get("inbound")
+    prediction = Text(explain.prediction(inbound)) if inbound else Text("not sent yet", style="dim")
+    parts: list[Any] = [
+        title,
+        Text(""),
+        facts,
+        Text(""),
+        Text("Inbound prediction at send", style="bold underline"),
+        prediction,
+    ]
+    if detail.get("held"):
+        parts += [
+            Text("Held notice seen (evidence, not a verdict)", style="bold underline"),
+            Text(_evidence(detail["held"])),
+        ]
+    if detail.get("expiry"):
+        parts += [Text("Proof of loss", style="bold underline")]
+        parts += [Text(line) for line in explain.proof_of_loss(detail["expiry"])]
+    if detail.get("conflict"):
+        parts += [
+            Text("Conflict", style="bold red underline"),
+            Text(detail["conflict"], style="red"),
+        ]
+    if detail.get("last_error"):
+        parts += [
+            Text("Refused before any byte was written", style="bold underline"),
+            Text(detail["last_error"]),
+        ]
+    chain = detail.get("chain") or []
+    if len(chain) > 1:
+        links = Text(" → ").join(
+            Text(f"{c['id'][:8]} {c['state']}" + (f" ({c['reason']})" if c.get("reason") else ""))
+            for c in chain
+        )
+        parts += [Text("Resend chain", style="bold underline"), links]
+    timeline = Table("at", "who", "command", "from → to", box=None, padding=(0, 2))
+    for event in detail.get("timeline", []):
+        timeline.add_row(
+            Text(event["at"] or ""),
+            Text(event["who"]),
+            Text(event["command"]),
+            Text(f"{event['from'] or ''} → {event['to'] or ''}"),
+        )
+    parts += [Text(""), Text("History", style="bold underline"), timeline]
+    text = detail.get("payload", {}).get("text", "")
+    parts += [Text(""), Text("Text sent", style="bold underline"), Text(text)]
+    return Group(*parts)
+
+
+class DeliveryScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "escape", "app.pop_screen", "Back", id="delivery.back", tooltip="Back to the panes"
+        ),
+        Binding(
+            "r",
+            "resend",
+            "Send again",
+            id="delivery.resend",
+            tooltip="Send this delivery again, once, as Dad",
+        ),
+    ]
+
+    def __init__(self, outbox_id: str) -> None:
+        super().__init__()
+        self.outbox_id = outbox_id
+        self.detail: dict[str, Any] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with VerticalScroll(id="detail"):
+            yield Static(Text("Loading…", style="dim"), id="detail-body")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = f"delivery {self.outbox_id[:8]}"
+        self.load()
+
+    @work(thread=True)
+    def load(self) -> None:
+        detail = ledger.delivery_detail(self.outbox_id)
+        self.app.call_from_thread(self.show, detail)
+
+    def show(self, detail: dict[str, Any]) -> None:
+        self.detail = detail
+        self.query_one("#detail-body", Static).update(render_detail(detail))
+
+    def action_resend(self) -> None:
+        app: Any = self.app
+        app.request_resend(self.outbox_id, done=self.load)

@@ -1,0 +1,162 @@
+"""Modal dialogs that return their answer with `dismiss`: confirm Send again, filter,
+invite."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from coop_tui import explain, ledger
+
+
+class ConfirmResend(ModalScreen[bool]):
+    """Send again shows the proof of loss before anything is decided."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "y",
+            "answer(True)",
+            "Send again",
+            id="confirm.yes",
+            tooltip="Send a second attempt, once",
+        ),
+        Binding("n,escape", "answer(False)", "Cancel", id="confirm.no", tooltip="Change nothing"),
+    ]
+
+    def __init__(self, outbox_id: str) -> None:
+        super().__init__()
+        self.outbox_id = outbox_id
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Label(Text(f"Send again {self.outbox_id[:8]}?", style="bold"))
+            yield Static(Text("Loading the proof of loss…", style="dim"), id="proof")
+            with Horizontal(classes="buttons"):
+                yield Button("Send again (y)", variant="warning", id="yes")
+                yield Button("Cancel (n)", id="no")
+
+    def on_mount(self) -> None:
+        self.load()
+
+    @work(thread=True)
+    def load(self) -> None:
+        detail = ledger.delivery_detail(self.outbox_id)
+        self.app.call_from_thread(self.show, detail)
+
+    def show(self, detail: dict[str, Any]) -> None:
+        lines = [Text("Proven not delivered:", style="bold")]
+        lines += [Text(f"  {line}") for line in explain.proof_of_loss(detail.get("expiry"))]
+        lines.append(
+            Text(
+                "A second attempt is a decision: it is recorded as Dad's, and it can be made once.",
+                style="italic",
+            )
+        )
+        self.query_one("#proof", Static).update(Text("\n").join(lines))
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+
+class FilterDialog(ModalScreen[str | None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "escape", "cancel", "Cancel", id="filter.cancel", tooltip="Keep the current filter"
+        ),
+    ]
+
+    def __init__(self, current: str) -> None:
+        super().__init__()
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Label(
+                "Filter the outbox: a state (expired), a kind (work), a todo (#12), or the start of an id"
+            )
+            yield Input(value=self.current, placeholder="expired", id="filter-text")
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class InviteDialog(ModalScreen[tuple[int, str, str] | None]):
+    """Pick a todo, then a live chat on any Mac."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="invite.cancel", tooltip="Invite nobody"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.todo: int | None = None
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Label(Text("Invite: pick a todo, then a chat (enter)", style="bold"))
+            yield OptionList(id="todos")
+            yield OptionList(id="chats")
+
+    def on_mount(self) -> None:
+        app: Any = self.app
+        chats = self.query_one("#chats", OptionList)
+        for host, survey in sorted(app.surveys.items()):
+            for chat in survey.get("chats", []):
+                if chat.get("live"):
+                    label = Text(
+                        f"{host}  {chat['session_id'][:8]}  {chat.get('name') or ''}  {chat.get('status') or ''}"
+                    )
+                    chats.add_option(Option(label, id=f"{host}|claude:{chat['session_id']}"))
+        self.load_todos()
+
+    @work(thread=True)
+    def load_todos(self) -> None:
+        todos = ledger.open_todos()
+        self.app.call_from_thread(self.show_todos, todos)
+
+    def show_todos(self, todos: list[dict[str, Any]]) -> None:
+        options = self.query_one("#todos", OptionList)
+        for todo in todos:
+            options.add_option(
+                Option(
+                    Text(f"#{todo['id']}  {todo['title']}  ({todo['state']})"), id=str(todo["id"])
+                )
+            )
+        if not todos:
+            options.add_option(
+                Option(Text("No open todos: add one with  coop todo add TITLE"), disabled=True)
+            )
+        options.focus()
+
+    @on(OptionList.OptionSelected, "#todos")
+    def _todo_picked(self, event: OptionList.OptionSelected) -> None:
+        self.todo = int(str(event.option.id))
+        self.query_one("#chats", OptionList).focus()
+
+    @on(OptionList.OptionSelected, "#chats")
+    def _chat_picked(self, event: OptionList.OptionSelected) -> None:
+        if self.todo is None:
+            self.notify("Pick a todo first", severity="warning")
+            self.query_one("#todos", OptionList).focus()
+            return
+        host, ref = str(event.option.id).split("|", 1)
+        self.dismiss((self.todo, ref, host))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

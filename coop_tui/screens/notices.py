@@ -1,0 +1,44 @@
+"""Notifications: what Dad was told, newest first."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import Footer, Header
+
+from coop_tui import ledger
+from coop_tui.widgets import cells
+from coop_tui.widgets.panes import Column, LedgerTable
+
+
+class NoticesTable(LedgerTable):
+    COLUMNS: ClassVar[list[Column]] = [
+        ("at", "AT", lambda r: cells.plain(r["at"])),
+        ("kind", "KIND", lambda r: cells.plain(r["kind"], "bold")),
+        ("text", "TEXT", lambda r: cells.plain(r["text"])),
+    ]
+
+
+class NotificationsScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "app.pop_screen", "Back", id="notices.back", tooltip="Back to the panes"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield NoticesTable(id="notices")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "notifications"
+        self.query_one(NoticesTable).focus()
+        self.load()
+
+    @work(thread=True)
+    def load(self) -> None:
+        rows = ledger.notifications()
+        self.app.call_from_thread(self.query_one(NoticesTable).replace_rows, rows)

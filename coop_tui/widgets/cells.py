@@ -1,0 +1,78 @@
+"""Turning ledger values into table cells. Everything a chat, a transcript or another
+Mac wrote is shown as plain text, never parsed as markup."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from rich.text import Text
+
+FACTS = ("stored", "transport", "received", "accepted", "outcome")
+DONE, PENDING, UNKNOWN = "●", "○", "?"
+
+
+def plain(value: Any, style: str = "") -> Text:
+    """A cell that shows `value` literally: `[bold]` stays `[bold]`."""
+    if value is None or value == "":
+        return Text("-", style="dim")
+    return Text(str(value).replace("\n", " "), style=style, no_wrap=True, end="")
+
+
+def short(value: str | None, size: int = 8) -> Text:
+    return plain(value[:size] if value else None)
+
+
+def fact_marks(row: dict[str, Any]) -> Text:
+    """The five facts at a glance: ● done, ○ not yet, ? unknown (sent, not yet seen)."""
+    facts = row["facts"]
+    sent = facts["transport"] is not None or row["state"] in ("uncertain", "delivered", "expired")
+    text = Text(no_wrap=True, end="")
+    for name in FACTS:
+        if facts[name]:
+            text.append(DONE, style="green")
+        elif name == "received" and sent and row["state"] == "uncertain":
+            text.append(UNKNOWN, style="yellow")
+        else:
+            text.append(PENDING, style="dim")
+    return text
+
+
+STATE_STYLE = {
+    "pending": "cyan",
+    "uncertain": "yellow",
+    "delivered": "green",
+    "expired": "red",
+    "cancelled": "dim",
+}
+
+
+def state(value: str) -> Text:
+    return plain(value, STATE_STYLE.get(value, ""))
+
+
+def parse_iso(value: str | None) -> float | None:
+    if not value:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+def age(created: str | None, now: float) -> Text:
+    at = parse_iso(created)
+    if at is None:
+        return plain(None)
+    seconds = max(0, int(now - at))
+    for size, unit in ((86400, "d"), (3600, "h"), (60, "m")):
+        if seconds >= size:
+            return plain(f"{seconds // size}{unit}")
+    return plain(f"{seconds}s")
+
+
+def inbound(prediction: dict[str, Any] | None) -> Text:
+    if not prediction:
+        return plain(None)
+    verdict = prediction.get("verdict", "unknown")
+    style = {"accept": "green", "hold": "yellow", "refuse": "red"}.get(verdict, "magenta")
+    return Text.assemble(
+        (verdict, style), (f" {prediction.get('source', '')}", "dim"), no_wrap=True, end=""
+    )
