@@ -129,7 +129,6 @@ def test_send_again_of_a_pending_row_is_refused_in_one_line(steps, run_coop):
 @pytest.mark.parametrize(
     "argv",
     [
-        (),
         ("todo",),
         ("todo", "add"),
         ("no-such-command",),
