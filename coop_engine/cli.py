@@ -60,7 +60,9 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The parser. For a known command word only that command's subparser is built:
+    building all of them costs more than `coop chats` itself."""
     parser = argparse.ArgumentParser(
         prog="coop",
         description="Coordinate a fleet of Claude Code and Codex chats.",
@@ -69,128 +71,186 @@ def build_parser() -> argparse.ArgumentParser:
         "--home", help="state directory (default $COOP_HOME or ~/.local/share/coop)"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    _todo_commands(sub)
-    _delivery_commands(sub)
-    _fleet_commands(sub)
-    _app_commands(sub)
+    word = _command_word(argv)
+    for name, register in COMMANDS.items():
+        if word not in COMMANDS or name == word:
+            register(sub)
     return parser
 
 
-def _todo_commands(sub: Subparsers) -> None:
+def _command_word(argv: Sequence[str]) -> str | None:
+    after_home = False
+    for arg in argv:
+        if after_home:
+            after_home = False
+        elif arg == "--home":
+            after_home = True
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+def _json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON array of objects")
+
+
+def _todo(sub: Subparsers) -> None:
     todo = sub.add_parser("todo", help="add, list, take and report todos")
-    todo_sub = todo.add_subparsers(dest="todo_command", metavar="ACTION", required=True)
-    add = todo_sub.add_parser("add", help="add a todo; prints its id")
+    actions = todo.add_subparsers(dest="todo_command", metavar="ACTION", required=True)
+    add = actions.add_parser("add", help="add a todo; prints its id")
     add.add_argument("title")
     add.add_argument("--body", default="")
     add.add_argument("--project")
-    add.add_argument("--json", action="store_true")
+    _json(add)
     add.set_defaults(handler=_ledger("todo_add"))
-    listing = todo_sub.add_parser("list", help="list todos")
-    listing.add_argument("--json", action="store_true")
+    listing = actions.add_parser("list", help="list todos")
+    _json(listing)
     listing.set_defaults(handler=_ledger("todo_list"))
-    take = todo_sub.add_parser("take", help="take a todo from inside a chat (the chat is detected)")
+    take = actions.add_parser("take", help="take a todo from inside a chat (the chat is detected)")
     take.add_argument("todo", type=_positive_int)
-    take.add_argument("--json", action="store_true")
+    _json(take)
     take.set_defaults(handler=_ledger("todo_take"))
-    report = todo_sub.add_parser("report", help="record the outcome of a todo's work (fact 5)")
+    report = actions.add_parser("report", help="record the outcome of a todo's work (fact 5)")
     report.add_argument("todo", type=_positive_int)
     report.add_argument("--outcome", required=True)
     report.add_argument("--by", required=True, choices=["dad", "chief", "worker"])
     report.set_defaults(handler=_ledger("todo_report"))
 
 
-def _delivery_commands(sub: Subparsers) -> None:
-    for name, help_text, handler in (
-        ("outbox", "envelopes and their five facts", "outbox"),
-        ("sessions", "enrolled and observed chats", "sessions"),
-        ("notifications", "what Dad was told, newest first", "notifications"),
-    ):
-        cmd = sub.add_parser(name, help=help_text)
-        cmd.add_argument("--json", action="store_true")
-        cmd.set_defaults(handler=_ledger(handler))
+def _listing(name: str, help_text: str) -> Callable[[Subparsers], None]:
+    def register(sub: Subparsers) -> None:
+        command = sub.add_parser(name, help=help_text)
+        _json(command)
+        command.set_defaults(handler=_ledger(name))
 
+    return register
+
+
+def _events(sub: Subparsers) -> None:
     events = sub.add_parser("events", help="the ledger's history, newest first")
-    events.add_argument("--json", action="store_true")
+    _json(events)
     events.add_argument("--limit", type=_positive_int, default=50)
     events.set_defaults(handler=_ledger("events"))
 
+
+def _resend(sub: Subparsers) -> None:
     resend = sub.add_parser("resend", help="Send again an expired delivery (once)")
-    resend.add_argument("outbox_id")
+    resend.add_argument("outbox_id", help="an envelope id, or the start of one")
     resend.add_argument("--by", required=True, choices=["dad", "chief"])
     resend.set_defaults(handler=_ledger("resend"))
 
+
+def _invite(sub: Subparsers) -> None:
     invite = sub.add_parser("invite", help="invite one exact chat to a todo")
     invite.add_argument("todo", type=_positive_int)
     invite.add_argument("--session", required=True, help="claude:SESSION_ID")
     invite.add_argument("--host", help="the fleet Mac the chat lives on (default: this one)")
-    invite.add_argument("--json", action="store_true")
+    _json(invite)
     invite.set_defaults(handler=_ledger("invite"))
 
-    obligations = sub.add_parser("obligations", help="outcome obligations and when they are due")
-    obligations.add_argument("--json", action="store_true")
-    obligations.set_defaults(handler=_ledger("obligations"))
 
+def _adopt(sub: Subparsers) -> None:
     adopt = sub.add_parser("adopt", help="run the adoption pass for CLI takers")
     adopt.add_argument("--once", action="store_true", required=True, help="one pass now")
-    adopt.add_argument("--json", action="store_true")
+    _json(adopt)
     adopt.set_defaults(handler=_ledger("adopt"))
 
-    chief = sub.add_parser("chief", help="the chat acting as Dad's proxy")
-    chief_sub = chief.add_subparsers(dest="chief_command", metavar="ACTION", required=True)
-    chief_set = chief_sub.add_parser("set", help="name the chief (Dad only)")
-    chief_set.add_argument("session", help="claude:SESSION_ID or codex:THREAD_ID")
-    chief_set.set_defaults(handler=_ledger("chief_set"))
-    chief_show = chief_sub.add_parser("show", help="which chat is the chief")
-    chief_show.set_defaults(handler=_ledger("chief_show"))
 
+def _chief(sub: Subparsers) -> None:
+    chief = sub.add_parser("chief", help="the chat acting as Dad's proxy")
+    actions = chief.add_subparsers(dest="chief_command", metavar="ACTION", required=True)
+    named = actions.add_parser("set", help="name the chief (Dad only)")
+    named.add_argument("session", help="claude:SESSION_ID or codex:THREAD_ID")
+    named.set_defaults(handler=_ledger("chief_set"))
+    actions.add_parser("show", help="which chat is the chief").set_defaults(
+        handler=_ledger("chief_show")
+    )
+
+
+def _serve(sub: Subparsers) -> None:
     serve = sub.add_parser("serve", help="run the coordinator until stopped")
     serve.add_argument("--interval", type=float, default=1.0, help="seconds between passes")
     serve.set_defaults(handler=_ledger("serve"))
 
+
+def _tick(sub: Subparsers) -> None:
     tick = sub.add_parser("tick", help="one coordinator pass: send, observe, decide")
     tick.add_argument("--at", type=_unix_time, help="run the pass as of this Unix time")
     tick.set_defaults(handler=_ledger("tick"))
 
 
-def _fleet_commands(sub: Subparsers) -> None:
-    """Commands that read Macs, not the ledger: they never import peewee."""
+def _chats(sub: Subparsers) -> None:
     chats = sub.add_parser("chats", help="live chats as the registries show them")
     chats.add_argument("--host", help="only this fleet Mac")
-    chats.add_argument("--json", action="store_true")
+    _json(chats)
     chats.set_defaults(handler=_fleet("chats"))
 
+
+def _hosts(sub: Subparsers) -> None:
     hosts = sub.add_parser("hosts", help="each fleet Mac: reachable, latency, chats")
-    hosts.add_argument("--json", action="store_true")
+    _json(hosts)
     hosts.set_defaults(handler=_fleet("hosts"))
 
+
+def _chat(sub: Subparsers) -> None:
     chat = sub.add_parser("chat", help="one chat, wherever in the fleet it lives")
-    chat_sub = chat.add_subparsers(dest="chat_command", metavar="ACTION", required=True)
-    show = chat_sub.add_parser("show", help="a chat's registry entry and transcript tail")
+    actions = chat.add_subparsers(dest="chat_command", metavar="ACTION", required=True)
+    show = actions.add_parser("show", help="a chat's registry entry and transcript tail")
     show.add_argument("session_id", metavar="SESSION_ID", help="SESSION_ID or claude:SESSION_ID")
     show.add_argument("--host", help="the fleet Mac it lives on (default: search them all)")
-    show.add_argument("--json", action="store_true")
+    _json(show)
     show.add_argument("--lines", type=_positive_int, default=20, help="transcript entries (20)")
     show.set_defaults(handler=_fleet("chat_show"))
 
 
-def _app_commands(sub: Subparsers) -> None:
+def _tui(sub: Subparsers) -> None:
     tui = sub.add_parser("tui", help="the live app (the same as `coop` alone)")
-    tui.add_argument("--attach", action="store_true", help="watch only; never run a coordinator here")
+    tui.add_argument(
+        "--attach", action="store_true", help="watch only; never run a coordinator here"
+    )
     tui.set_defaults(handler=_ledger("tui"))
+
+
+def _demo(sub: Subparsers) -> None:
     demo = sub.add_parser("demo", help="a simulated fleet on this machine, in the app")
-    demo.add_argument("--no-tui", action="store_true", help="set the fleet up, print the outbox, stop")
+    demo.add_argument(
+        "--no-tui", action="store_true", help="set the fleet up, print the outbox, stop"
+    )
     demo.set_defaults(handler=_ledger("demo"))
 
 
+COMMANDS: dict[str, Callable[[Subparsers], None]] = {
+    "todo": _todo,
+    "outbox": _listing("outbox", "envelopes and their five facts"),
+    "sessions": _listing("sessions", "enrolled and observed chats"),
+    "notifications": _listing("notifications", "what Dad was told, newest first"),
+    "events": _events,
+    "resend": _resend,
+    "invite": _invite,
+    "obligations": _listing("obligations", "outcome obligations and when they are due"),
+    "adopt": _adopt,
+    "chief": _chief,
+    "serve": _serve,
+    "tick": _tick,
+    # These read Macs, not the ledger: they never import peewee.
+    "chats": _chats,
+    "hosts": _hosts,
+    "chat": _chat,
+    "tui": _tui,
+    "demo": _demo,
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(argv).parse_args(argv)
     if args.home:
         os.environ["COOP_HOME"] = args.home
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
         # `coop` alone opens the app.
-        args = parser.parse_args([*(["--home", args.home] if args.home else []), "tui"])
+        argv = [*(["--home", args.home] if args.home else []), "tui"]
+        args = build_parser(argv).parse_args(argv)
         handler = args.handler
     from coop_engine.errors import CoopError
     from hosts.base import HostError

@@ -253,7 +253,7 @@ def entry_text(raw: str) -> str:
 
     try:
         entry = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return printable(raw)
     if not isinstance(entry, dict):
         return printable(raw)

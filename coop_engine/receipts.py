@@ -24,7 +24,7 @@ def parse(line: str | bytes) -> tuple[dict[str, Any] | None, str | None]:
     """A transcript line as a JSON object, or None and why it was skipped."""
     try:
         value = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None, "not JSON"
     if not isinstance(value, dict):
         return None, f"JSON {type(value).__name__}, not an object"

@@ -19,7 +19,7 @@ OFFICE_ONLY = frozenset({"bundle", "channel", "fleet", "pipe", "ssh", "sshconnec
 # relies on. `-u`: answers are not held back in a buffer.
 BOOTSTRAP = "import sys;exec(sys.stdin.buffer.read({length}))"
 
-MINIMUM_PYTHON = (3, 10)
+MINIMUM_PYTHON = (3, 9)
 
 LOADER = """\
 import sys

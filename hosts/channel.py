@@ -149,7 +149,7 @@ class HelperClient:
             raw, _, self._buffer = self._buffer.partition(b"\n")
             try:
                 reply = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):
                 reply = None
             if isinstance(reply, dict):
                 return reply

@@ -189,7 +189,7 @@ def _session_meta(path: Path) -> tuple[dict[str, Any] | None, str | None]:
         return None, "incomplete (torn or still being written)"
     try:
         entry = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None, "not JSON"
     if not isinstance(entry, dict):
         return None, "not a JSON object"
@@ -245,7 +245,7 @@ def _query_threads(path: Path, only: str | None) -> list[dict[str, Any]]:
         ]  # older schemas lack some
         sql = f"SELECT {', '.join(columns)} FROM threads"
         cursor = conn.execute(sql + " WHERE id = ?", (only,)) if only else conn.execute(sql)
-        return [dict(zip(columns, values, strict=True)) for values in cursor]
+        return [dict(zip(columns, values)) for values in cursor]
     finally:
         conn.close()
 
@@ -265,7 +265,7 @@ def _index(path: Path, only: str | None, skipped: list[dict[str, Any]]) -> dict[
             continue
         try:
             entry = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             reason = f"line {number}: not JSON (torn write?)"
             skipped.append({"file": str(path), "reason": reason})
             continue
@@ -381,7 +381,7 @@ def _timestamp(value: object) -> float | None:
     """Unix seconds from a number or an RFC 3339 string (nanoseconds allowed), else None.
 
     Parsed by hand: Python 3.10's ``fromisoformat`` rejects ``Z`` and nine digits."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     if not isinstance(value, str):
         return None

@@ -56,6 +56,7 @@ class LocalHost(Host):
     def _op_chats(self, with_policy: bool = False) -> dict[str, Any]:
         scan = self._scan()
         reader = self._settings_reader() if with_policy else None
+        folders: dict[str, str | None] = {}
         chats = []
         for entry in scan.entries:
             data = entry.data
@@ -68,7 +69,7 @@ class LocalHost(Host):
                 "status": data.get("status") if entry.live else "exited",
                 "cwd": data.get("cwd"),
                 "tmux": data.get("tmux"),
-                "socket": native.socket_verdict(entry),
+                "socket": native.socket_verdict(entry, folders),
                 "entry": data,
             }
             if reader is not None and entry.live:

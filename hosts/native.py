@@ -115,7 +115,8 @@ def read_entry(path: str) -> tuple[dict[str, Any] | None, str | None]:
                 return None, "not a regular file"
             if info.st_size > MAX_ENTRY_BYTES:
                 return None, f"too large ({info.st_size} bytes)"
-            raw = os.read(fd, MAX_ENTRY_BYTES + 1)
+            # Read what fstat says is there (plus one): a 1 MB buffer per entry is slow.
+            raw = os.read(fd, info.st_size + 1)
         except OSError as error:
             return None, f"unreadable: {error.strerror}"
         finally:
@@ -125,7 +126,7 @@ def read_entry(path: str) -> tuple[dict[str, Any] | None, str | None]:
             continue
         try:
             value = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             reason = "torn or not JSON"
             continue
         if not isinstance(value, dict):
@@ -179,10 +180,11 @@ def _private(info: os.stat_result) -> str | None:
     return None
 
 
-def private_socket(path: str) -> int:
+def private_socket(path: str, parents: dict[str, str | None] | None = None) -> int:
     """Four checks, one answer: a socket (not followed through links), owned by this
     user, no group or other bits, in a parent directory passing the same owner and mode
-    test. Returns the socket's inode."""
+    test. Returns the socket's inode. `parents` caches directory verdicts for one scan,
+    where many chats share one socket folder."""
     try:
         info = os.lstat(path)
     except OSError as error:
@@ -192,19 +194,30 @@ def private_socket(path: str) -> int:
     problem = _private(info)
     if problem:
         raise NativeRefusal(SOCKET_NOT_PRIVATE, f"socket {problem}")
-    try:
-        parent = os.lstat(os.path.dirname(path) or ".")
-    except OSError as error:
-        raise NativeRefusal(SOCKET_NOT_PRIVATE, f"parent directory: {error.strerror}") from None
-    if not stat.S_ISDIR(parent.st_mode):
-        raise NativeRefusal(SOCKET_NOT_PRIVATE, "parent is not a directory")
-    problem = _private(parent)
-    if problem:
-        raise NativeRefusal(SOCKET_NOT_PRIVATE, f"parent directory {problem}")
+    folder = os.path.dirname(path) or "."
+    if parents is None or folder not in parents:
+        verdict = _private_folder(folder)
+        if parents is not None:
+            parents[folder] = verdict
+    else:
+        verdict = parents[folder]
+    if verdict:
+        raise NativeRefusal(SOCKET_NOT_PRIVATE, verdict)
     return info.st_ino
 
 
-def socket_verdict(entry: RegistryEntry) -> str:
+def _private_folder(folder: str) -> str | None:
+    try:
+        parent = os.lstat(folder)
+    except OSError as error:
+        return f"parent directory: {error.strerror}"
+    if not stat.S_ISDIR(parent.st_mode):
+        return "parent is not a directory"
+    problem = _private(parent)
+    return f"parent directory {problem}" if problem else None
+
+
+def socket_verdict(entry: RegistryEntry, parents: dict[str, str | None] | None = None) -> str:
     """ "ok", or why a frame could not be sent to this entry now."""
     if not entry.live:
         return "not live (exited, or the pid was reused)"
@@ -214,7 +227,7 @@ def socket_verdict(entry: RegistryEntry) -> str:
     if not isinstance(path, str) or not path:
         return "inbox not published"
     try:
-        private_socket(path)
+        private_socket(path, parents)
     except NativeRefusal as refusal:
         return f"{refusal}: {refusal.detail}"
     return "ok"

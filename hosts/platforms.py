@@ -51,9 +51,15 @@ class Platform(ABC):
 def _proc_stat_fields(pid: int) -> list[str] | None:
     """Fields 3.. of /proc/<pid>/stat; the command name may hold spaces and parentheses."""
     try:
-        raw = read_file(f"/proc/{pid}/stat", 4096)
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
     except OSError:
         return None
+    try:
+        raw = os.read(fd, 4096)  # the kernel hands over a stat line whole, in one read
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     _, _, rest = raw.rpartition(b")")
     return rest.decode("ascii", "replace").split()
 
@@ -125,7 +131,7 @@ class MacPlatform(Platform):
 
     def birth_matches(self, entry: Mapping[str, Any], birth: str) -> bool:
         started_ms = entry.get("startedAt")
-        if not isinstance(started_ms, int | float) or isinstance(started_ms, bool):
+        if not isinstance(started_ms, (int, float)) or isinstance(started_ms, bool):
             return False
         # startedAt is stamped after exec: never before the process's start second, and
         # not long after it. A reused pid starts later than the entry says.

@@ -36,7 +36,7 @@ def read_json_file(path: str | os.PathLike[str]) -> Source:
         return {"path": path, "error": f"unreadable: {error.strerror}"}
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return {"path": path, "error": "not valid JSON"}
     if not isinstance(value, dict):
         return {"path": path, "error": "not a JSON object"}
@@ -82,7 +82,7 @@ def settings_flag(argv: list[str] | None, cwd: str | None) -> Source:
     if value.lstrip().startswith("{"):
         try:
             parsed = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             return {"path": "--settings", "error": "inline --settings is not valid JSON"}
         if not isinstance(parsed, dict):
             return {"path": "--settings", "error": "inline --settings is not a JSON object"}
@@ -110,7 +110,7 @@ def latest_permission_mode(lines: list[tuple[int, bytes]]) -> str | None:
             continue
         try:
             entry = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if not isinstance(entry, dict) or entry.get("isSidechain"):
             continue
@@ -129,7 +129,9 @@ class SettingsReader:
         self.config_dir = config_dir
         self.managed_dir = managed_dir
         self.cmdline = cmdline
+        self._user_path = os.path.join(config_dir, "settings.json")
         self._cache: dict[str, Source] = {}
+        self._projects: dict[str, tuple[Source, Source]] = {}
         self._managed: Source = None
         self._managed_read = False
 
@@ -138,6 +140,16 @@ class SettingsReader:
             self._cache[path] = read_json_file(path)
         return self._cache[path]
 
+    def _project(self, cwd: str) -> tuple[Source, Source]:
+        """The repository's settings.json and settings.local.json, read once per cwd."""
+        if cwd not in self._projects:
+            folder = os.path.join(cwd, ".claude")
+            self._projects[cwd] = (
+                read_json_file(os.path.join(folder, "settings.json")),
+                read_json_file(os.path.join(folder, "settings.local.json")),
+            )
+        return self._projects[cwd]
+
     def inputs(self, entry: dict[str, Any], transcript: str | None) -> dict[str, Any]:
         pid = entry.get("pid")
         argv = self.cmdline(pid) if isinstance(pid, int) else None
@@ -145,14 +157,14 @@ class SettingsReader:
         if not self._managed_read:
             self._managed = managed_settings(self.managed_dir)
             self._managed_read = True
-        project = os.path.join(cwd, ".claude") if cwd else None
+        project, local = self._project(cwd) if cwd else (None, None)
         mode_lines = transcripts.tail(transcript, MODE_TAIL_BYTES).lines if transcript else []
         return {
             "managed": self._managed,
             "flag": settings_flag(argv, cwd),
-            "user": self._file(os.path.join(self.config_dir, "settings.json")),
-            "project": self._file(os.path.join(project, "settings.json")) if project else None,
-            "local": self._file(os.path.join(project, "settings.local.json")) if project else None,
+            "user": self._file(self._user_path),
+            "project": project,
+            "local": local,
             "recorded_mode": latest_permission_mode(mode_lines),
             "cmdline_mode": cmdline_mode(argv),
             "cmdline_readable": argv is not None,

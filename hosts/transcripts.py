@@ -14,7 +14,8 @@ TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` sta
 if TYPE_CHECKING:
     from typing import Any
 
-StrPath = str | os.PathLike[str]
+    StrPath = str | os.PathLike[str]
+
 CHUNK = 4 << 20
 MAX_READ = 16 << 20
 MAX_NAME = 200

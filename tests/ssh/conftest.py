@@ -6,6 +6,9 @@ client whose keys, known_hosts and ~/.ssh are in a temporary folder.
 from __future__ import annotations
 
 import os
+import pwd
+import shutil
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -121,7 +124,19 @@ def laptop(start_mac: Callable[..., Mac]) -> Mac:
     return start_mac("laptop")
 
 
-HOST_KINDS = ("local", "pipe", "ssh")
+HOST_KINDS = ("local", "pipe", "pipe-python3.9", "ssh")
+
+
+def oldest_python() -> str | None:
+    """A Python 3.9, the version macOS ships as /usr/bin/python3: the helper must run there."""
+    # The real home: these tests give HOME a temporary folder.
+    pyenv = Path(os.environ.get("PYENV_ROOT") or Path(pwd.getpwuid(os.getuid()).pw_dir) / ".pyenv")
+    candidates = sorted((pyenv / "versions").glob("3.9*/bin/python3.9"))
+    if candidates:
+        return str(candidates[0])
+    found = shutil.which("python3.9")
+    # A pyenv shim is not an interpreter: it may refuse to run outside its project.
+    return found if found and "/shims/" not in found else None
 
 
 @pytest.fixture(params=HOST_KINDS)
@@ -131,9 +146,14 @@ def host_on(request: pytest.FixtureRequest, laptop: Mac) -> Iterator[Host]:
     host: Host
     if kind == "local":
         host = LocalHost("laptop", config_dir=laptop.config_dir, codex_home=laptop.codex_home)
-    elif kind == "pipe":
+    elif kind.startswith("pipe"):
         env = {"CLAUDE_CONFIG_DIR": str(laptop.config_dir), "CODEX_HOME": str(laptop.codex_home)}
-        host = PipeHost("laptop", env=env)
+        python = sys.executable
+        if kind == "pipe-python3.9":
+            python = oldest_python() or ""
+            if not python:
+                pytest.skip("no Python 3.9 on this machine to stand in for macOS's stock python3")
+        host = PipeHost("laptop", env=env, python=python)
     else:
         host = laptop.ssh_host()
     yield host
