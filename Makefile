@@ -11,12 +11,16 @@ $(VENV)/bin/python:
 	$(PY) -m pip install -q --upgrade pip
 
 # Stamp files: reinstall only when pyproject.toml changes.
+# An editable install leaves the sources uncompiled; compile them as a regular install
+# would, so that `coop` starts fast even where PYTHONDONTWRITEBYTECODE is set.
 $(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
 	$(PY) -m pip install -q -e .
+	$(PY) -m compileall -q coop_engine hosts coop_tui
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(VENV)/bin/python
 	$(PY) -m pip install -q -e '.[test,dev]'
+	$(PY) -m compileall -q coop_engine hosts coop_tui
 	touch $@ $(VENV)/.installed
 
 demo: $(VENV)/.installed
@@ -34,6 +38,7 @@ test-fast: $(VENV)/.installed-test
 
 # Each benchmark prints `BENCH name=... ratio=...` lines; a missed bound fails the target.
 bench: $(VENV)/.installed-test system-programs
+	@$(PY) -m compileall -q coop_engine hosts coop_tui
 	@status=0; for bench in tests/bench/bench_*.py; do \
 		$(PY) -m tests.bench.$$(basename $$bench .py) || status=1; \
 	done; exit $$status
