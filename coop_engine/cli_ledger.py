@@ -53,7 +53,8 @@ def todo_take(args: argparse.Namespace) -> int:
         print(f"todo #{args.todo} taken by {caller} on {host}; its work envelope follows")
     else:
         print(
-            f"todo #{args.todo} taken by {caller} on {host} (observed; Coop adopts this chat once it finds it)"
+            f"todo #{args.todo} taken by {caller} on {host} "
+            "(observed; Coop adopts this chat once it finds it)"
         )
     return 0
 

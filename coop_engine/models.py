@@ -31,6 +31,7 @@ class BaseModel(pw.Model):
 
 
 class Todo(BaseModel):
+    id = pw.AutoField()
     title = pw.TextField()
     body = pw.TextField(default="")
     project = pw.TextField(null=True)
@@ -42,6 +43,8 @@ class Todo(BaseModel):
 
 
 class Session(BaseModel):
+    id = pw.AutoField()
+    bindings: pw.ModelSelect
     vendor = pw.TextField()  # claude, codex
     host = pw.TextField()
     native_id = pw.TextField()
@@ -69,6 +72,9 @@ class Session(BaseModel):
 
 
 class Dispatch(BaseModel):
+    id = pw.AutoField()
+    todo_id: int
+    session_id: int | None
     todo = pw.ForeignKeyField(Todo, backref="dispatches")
     session = pw.ForeignKeyField(Session, null=True, backref="dispatches")
     state = pw.TextField()  # invited, accepted, declined, expired, cancelled, done
@@ -85,6 +91,10 @@ class Dispatch(BaseModel):
 
 
 class Binding(BaseModel):
+    id = pw.AutoField()
+    todo_id: int
+    dispatch_id: int
+    session_id: int
     todo = pw.ForeignKeyField(Todo, backref="bindings")
     dispatch = pw.ForeignKeyField(Dispatch, backref="bindings")
     session = pw.ForeignKeyField(Session, backref="bindings")
@@ -97,6 +107,9 @@ class Binding(BaseModel):
 
 
 class Outbox(BaseModel):
+    # Declared for type checkers only: peewee adds foreign-key ids itself.
+    dispatch_id: int | None
+    session_id: int
     id = pw.TextField(primary_key=True)  # a UUID: the frame's msg_id and uuid
     session = pw.ForeignKeyField(Session, backref="envelopes")
     generation = pw.IntegerField()
@@ -127,6 +140,7 @@ class Outbox(BaseModel):
 
 
 class HostQueue(BaseModel):
+    id = pw.AutoField()
     host = pw.TextField()
     outbox = pw.ForeignKeyField(Outbox, backref="attempts")
     attempt = pw.IntegerField()
@@ -141,6 +155,8 @@ class HostQueue(BaseModel):
 
 
 class Obligation(BaseModel):
+    id = pw.AutoField()
+    dispatch_id: int
     dispatch = pw.ForeignKeyField(Dispatch, backref="obligations")
     kind = pw.TextField(default="outcome")
     legacy = pw.BooleanField(default=False)
@@ -165,6 +181,7 @@ class Command(BaseModel):
 
 
 class Event(BaseModel):
+    id = pw.AutoField()
     at = pw.FloatField(index=True)
     who = pw.TextField()
     command = pw.TextField()
@@ -178,6 +195,7 @@ class Event(BaseModel):
 
 
 class Notification(BaseModel):
+    id = pw.AutoField()
     at = pw.FloatField()
     kind = pw.TextField()  # chat enrolled, delivery expired, obligation overdue, ...
     text = pw.TextField()

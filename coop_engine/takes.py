@@ -121,6 +121,13 @@ class TakeCommands(CommandBase):
             self._event(now, "take", f"todo:{todo.id}", todo.state, "taken")
         return changed == 1
 
+    @staticmethod
+    def _invitation_dispatch(invitation: Outbox) -> Dispatch:
+        dispatch: Dispatch | None = invitation.dispatch
+        if dispatch is None:
+            raise Conflict(f"Envelope {invitation.id} belongs to no dispatch")
+        return dispatch
+
     def invite(
         self,
         todo_id: int,
@@ -203,7 +210,8 @@ class TakeCommands(CommandBase):
             )
         elif session.mode != "managed":
             raise Conflict(
-                f"{session.ref} on {host} is a CLI taker's observed record; adopt it before inviting"
+                f"{session.ref} on {host} is a CLI taker's observed record; "
+                "adopt it before inviting"
             )
         return session
 
@@ -217,7 +225,7 @@ class TakeCommands(CommandBase):
                 raise Conflict(f"Envelope {outbox_id} is {invitation.kind}, not an invitation")
             if invitation.state != "delivered":
                 raise Conflict(f"Invitation {outbox_id} is {invitation.state}: no receipt yet")
-            dispatch: Dispatch = invitation.dispatch
+            dispatch = self._invitation_dispatch(invitation)
             if not secrets.compare_digest(dispatch.nonce or "", nonce):
                 raise Conflict("COOP_ACCEPT nonce does not match this invitation")
             changed = (
@@ -286,7 +294,7 @@ class TakeCommands(CommandBase):
             invitation = self._outbox(outbox_id)
             if invitation.kind == "invitation" and invitation.state != "delivered":
                 raise Conflict(f"Invitation {outbox_id} is {invitation.state}: no receipt yet")
-            dispatch: Dispatch = invitation.dispatch
+            dispatch = self._invitation_dispatch(invitation)
             if invitation.kind != "invitation" or not secrets.compare_digest(
                 dispatch.nonce or "", nonce
             ):

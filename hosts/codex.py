@@ -245,7 +245,8 @@ def _query_threads(path: Path, only: str | None) -> list[dict[str, Any]]:
         ]  # older schemas lack some
         sql = f"SELECT {', '.join(columns)} FROM threads"
         cursor = conn.execute(sql + " WHERE id = ?", (only,)) if only else conn.execute(sql)
-        return [dict(zip(columns, values)) for values in cursor]
+        # zip(strict=...) is Python 3.10; the helper also runs on 3.9. Rows have every column.
+        return [dict(zip(columns, values)) for values in cursor]  # noqa: B905
     finally:
         conn.close()
 

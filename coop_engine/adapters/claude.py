@@ -71,13 +71,13 @@ class ClaudeAdapter:
             result = {"ok": False, "written": True, "stage": "request", "error": str(error)}
         self.engine.record_transport(row.id, intent["attempt"], result)
         if result.get("ok"):
+            verdict = prediction["verdict"]
             self.log(
-                f"{row.id[:8]} {row.kind} sent to {row.session.ref} (uncertain, predicted {prediction['verdict']})"
+                f"{row.id[:8]} {row.kind} sent to {row.session.ref} (uncertain, predicted {verdict})"
             )
         else:
-            self.log(
-                f"{row.id[:8]} {row.kind} send failed at {result.get('stage')}: {result.get('error')}"
-            )
+            stage, error = result.get("stage"), result.get("error")
+            self.log(f"{row.id[:8]} {row.kind} send failed at {stage}: {error}")
 
     # --- observing --------------------------------------------------------------------
 
