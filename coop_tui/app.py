@@ -11,6 +11,7 @@ cannot see (a database server).
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,9 +33,24 @@ from coop_tui.commands import CoopCommands
 from coop_tui.messages import LedgerChanged
 from coop_tui.survey import survey
 from coop_tui.widgets.panes import HostsPane, OutboxPane, SessionsPane, merge_live
+from hosts.base import Host
 from hosts.fleet import Fleet
 
 Clock = Callable[[], float]
+STOP_SECONDS = 10.0
+# Actions on the three panes and their selection: only while the panes are on screen.
+PANE_ACTIONS = frozenset(
+    {
+        "focus_pane",
+        "resend",
+        "adoption",
+        "inspect",
+        "invite",
+        "notifications",
+        "filter",
+        "clear_filter",
+    }
+)
 
 
 class _LedgerWatch(FileSystemEventHandler):
@@ -149,7 +165,9 @@ class CoopApp(App[None]):
         self._refreshing = False
         self._refresh_again = False
         self._server: Any = None
+        self._coordinator: threading.Thread | None = None
         self._observer: Any = None
+        self._asking: set[str] = set()
 
     # --- layout -------------------------------------------------------------------------
 
@@ -160,7 +178,8 @@ class CoopApp(App[None]):
             yield SessionsPane(id="sessions")
             yield OutboxPane(id="outbox")
         yield Static(id="status")
-        yield Footer()
+        # Compact: every key of the panes fits on one line at 160 columns.
+        yield Footer(compact=True)
 
     @property
     def hosts_pane(self) -> HostsPane:
@@ -227,7 +246,7 @@ class CoopApp(App[None]):
             log=lambda line: None,
             first_adoption_after=self.first_adoption_after,
         )
-        self._server.start_thread()
+        self._coordinator = self._server.start_thread()
         self._status("coordinator running in this app")
 
     def _status(self, text: str) -> None:
@@ -237,11 +256,27 @@ class CoopApp(App[None]):
         self.query_one("#status", Static).update(" · ".join(parts))
 
     async def action_quit(self) -> None:
+        self.exit()
+
+    def on_unmount(self) -> None:
+        """However the app ends (q, ctrl+c, a pilot's exit), the coordinator thread and
+        the ledger watch stop with it."""
         if self._server is not None:
             self._server.stop()
         if self._observer is not None:
             self._observer.stop()
-        self.exit()
+        # The pass at hand finishes (every step of it is committed before the next).
+        if self._coordinator is not None:
+            self._coordinator.join(STOP_SECONDS)
+        if self._observer is not None:
+            self._observer.join(STOP_SECONDS)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The pane keys act on the panes: over another screen they are neither shown
+        nor run (`r` in the adoption review must not resend the envelope under it)."""
+        if action in PANE_ACTIONS and len(self.screen_stack) > 1:
+            return False
+        return True
 
     # --- the ledger, live ---------------------------------------------------------------
 
@@ -318,11 +353,20 @@ class CoopApp(App[None]):
 
     # --- Macs and chats ------------------------------------------------------------------
 
-    @work(thread=True, group="survey", exclusive=False)
     def survey_fleet(self) -> None:
-        survey(self.fleet.hosts, lambda report: self.call_from_thread(self._surveyed, report))
+        """Ask every Mac that is not still answering the last question: a Mac that hangs
+        costs one waiting thread, never one more per interval."""
+        idle = {name: host for name, host in self.fleet.hosts.items() if name not in self._asking}
+        if idle:
+            self._asking.update(idle)
+            self._survey(idle)
+
+    @work(thread=True, group="survey", exclusive=False)
+    def _survey(self, hosts: dict[str, Host]) -> None:
+        survey(hosts, lambda report: self.call_from_thread(self._surveyed, report), self.clock)
 
     def _surveyed(self, report: dict[str, Any]) -> None:
+        self._asking.discard(report["name"])
         self.surveys[report["name"]] = report
         rows = [self.surveys[name] for name in self.fleet.hosts if name in self.surveys]
         self.hosts_pane.replace_rows(rows)

@@ -45,7 +45,7 @@ class Changes:
     reload: bool = False
 
 
-def _envelope_query() -> pw.ModelSelect:
+def _envelope_query() -> pw.ModelSelect[Outbox]:
     return (
         Outbox.select(Outbox, Session, Dispatch)
         .join(Session)
@@ -228,7 +228,8 @@ def cli_takers() -> list[dict[str, Any]]:
     )
     for session in query.order_by(Session.id.desc()):
         row = views.session(session)
-        row["todos"] = sorted({b.todo_id for b in session.bindings if b.state == "active"})
+        active = Binding.select(Binding.todo).where((Binding.session == session) & (Binding.state == "active"))
+        row["todos"] = sorted({binding.todo_id for binding in active})
         row["last_tried_at"] = views.iso(session.last_tried_at)
         rows.append(row)
     return rows

@@ -1,5 +1,8 @@
 """Asking every Mac how it is and which chats it has. Runs in thread workers only: a
-Mac that hangs costs its own timeout and delays no other Mac's answer."""
+Mac that hangs costs its own timeout and delays no other Mac's answer.
+
+Times come from the app's clock (the one its ages use), so a test that fixes the clock
+fixes every time the panes show."""
 
 from __future__ import annotations
 
@@ -9,21 +12,23 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from datetime import UTC, datetime
 from typing import Any
 
+Clock = Callable[[], float]
+
 from coop_engine.policy import inbound_policy
 from hosts.base import Host, HostError
 from hosts.native import NativeRefusal
 
 
-def _now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+def _iso(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def survey_host(host: Host) -> dict[str, Any]:
+def survey_host(host: Host, clock: Clock = time.time) -> dict[str, Any]:
     """One Mac: reachable or why not, the round trip, and its chats with predictions."""
-    started = time.perf_counter()
+    started = clock()
     try:
         health = host.health()
-        latency_ms = (time.perf_counter() - started) * 1000
+        latency_ms = (clock() - started) * 1000
         listing = host.chats(with_policy=True)
     except (HostError, NativeRefusal, OSError) as error:
         cause = error.cause if isinstance(error, HostError) else str(error)
@@ -33,7 +38,7 @@ def survey_host(host: Host) -> dict[str, Any]:
             "reason": cause,
             "latency_ms": None,
             "chats": [],
-            "checked_at": _now_iso(),
+            "checked_at": _iso(clock()),
         }
     chats = []
     for chat in listing["chats"]:
@@ -47,17 +52,19 @@ def survey_host(host: Host) -> dict[str, Any]:
         "latency_ms": latency_ms,
         "chats_live": health["chats_live"],
         "chats_registered": health["chats_registered"],
-        "checked_at": _now_iso(),
+        "checked_at": _iso(clock()),
         "chats": chats,
         "skipped": listing.get("skipped", []),
     }
 
 
-def survey(hosts: Mapping[str, Host], report: Callable[[dict[str, Any]], None]) -> None:
+def survey(
+    hosts: Mapping[str, Host], report: Callable[[dict[str, Any]], None], clock: Clock = time.time
+) -> None:
     """Survey every Mac concurrently; `report` gets each answer as soon as it comes."""
     if not hosts:
         return
     with ThreadPoolExecutor(max_workers=len(hosts), thread_name_prefix="survey") as pool:
-        futures = [pool.submit(survey_host, host) for host in hosts.values()]
+        futures = [pool.submit(survey_host, host, clock) for host in hosts.values()]
         for future in as_completed(futures):
             report(future.result())

@@ -72,9 +72,8 @@ class ClaudeAdapter:
         self.engine.record_transport(row.id, intent["attempt"], result)
         if result.get("ok"):
             verdict = prediction["verdict"]
-            self.log(
-                f"{row.id[:8]} {row.kind} sent to {row.session.ref} (uncertain, predicted {verdict})"
-            )
+            where = row.session.ref
+            self.log(f"{row.id[:8]} {row.kind} sent to {where} (uncertain, predicted {verdict})")
         else:
             stage, error = result.get("stage"), result.get("error")
             self.log(f"{row.id[:8]} {row.kind} send failed at {stage}: {error}")

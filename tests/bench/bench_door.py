@@ -10,10 +10,9 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from tests.bench.common import ROOT, LiveRegistry, median_seconds, report, run_main
-
 from hosts import native, transcripts
-from hosts.platforms import LinuxPlatform, MacPlatform, _run_ps
+from hosts.platforms import LinuxPlatform, MacPlatform
+from tests.bench.common import ROOT, LiveRegistry, median_seconds, report, run_main
 
 CHATS = 200
 
