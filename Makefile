@@ -43,6 +43,16 @@ bench: $(VENV)/.installed-test system-programs
 		$(PY) -m tests.bench.$$(basename $$bench .py) || status=1; \
 	done; exit $$status
 
+# SIGKILLs `coop serve` 1,000 times mid-delivery; prints `RELIABILITY kills=... lost=...`.
+# (`make test` runs the same harness with 50 kills.) About ten minutes.
+KILLS ?= 1000
+reliability: $(VENV)/.installed-test system-programs
+	$(PY) -m tests.reliability --kills $(KILLS)
+
+# SVGs of each screen of the real app over the demo's fleet, driven by Textual's pilot.
+screenshots: $(VENV)/.installed
+	$(PY) -m coop_tui.screenshots --out screenshots
+
 check: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check coop_engine coop_tui hosts tests
 	$(VENV)/bin/ruff format --check coop_engine coop_tui hosts tests

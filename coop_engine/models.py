@@ -1,7 +1,9 @@
 """The ledger's tables (DESIGN.md section 3), declared once on a shared base.
 
 Times are Unix seconds (floats) so that the engine's clock can be injected; listings
-turn them into ISO-8601. JSON columns hold evidence exactly as it was observed.
+turn them into ISO-8601; they are DoubleFields, since peewee's FloatField is a 4-byte
+REAL on PostgreSQL, which rounds a Unix time to minutes. JSON columns hold evidence
+exactly as it was observed.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ class Todo(BaseModel):
     body = pw.TextField(default="")
     project = pw.TextField(null=True)
     state = pw.TextField(default="open")  # open, invited, taken, done, cancelled
-    created_at = pw.FloatField()
+    created_at = pw.DoubleField()
 
     class Meta:
         table_name = "engine_todos"
@@ -57,10 +59,10 @@ class Session(BaseModel):
     name = pw.TextField(null=True)
     cwd = pw.TextField(null=True)  # description only, never identity
     adoption = JSONField(null=True)  # the latest search: per Mac, what it answered
-    last_tried_at = pw.FloatField(null=True)
-    refused_until = pw.FloatField(null=True)
-    created_at = pw.FloatField()
-    updated_at = pw.FloatField()
+    last_tried_at = pw.DoubleField(null=True)
+    refused_until = pw.DoubleField(null=True)
+    created_at = pw.DoubleField()
+    updated_at = pw.DoubleField()
 
     class Meta:
         table_name = "engine_sessions"
@@ -80,11 +82,11 @@ class Dispatch(BaseModel):
     state = pw.TextField()  # invited, accepted, declined, expired, cancelled, done
     nonce = pw.TextField(null=True)
     receipt = JSONField()  # where it came from: invitation, cli-take, adopted
-    created_at = pw.FloatField()
-    accepted_at = pw.FloatField(null=True)
+    created_at = pw.DoubleField()
+    accepted_at = pw.DoubleField(null=True)
     outcome = pw.TextField(null=True)
     outcome_by = pw.TextField(null=True)
-    outcome_at = pw.FloatField(null=True)
+    outcome_at = pw.DoubleField(null=True)
 
     class Meta:
         table_name = "engine_dispatches"
@@ -100,7 +102,7 @@ class Binding(BaseModel):
     session = pw.ForeignKeyField(Session, backref="bindings")
     generation = pw.IntegerField()
     state = pw.TextField(default="active")  # active, released
-    created_at = pw.FloatField()
+    created_at = pw.DoubleField()
 
     class Meta:
         table_name = "engine_bindings"
@@ -117,12 +119,12 @@ class Outbox(BaseModel):
     kind = pw.TextField()  # invitation, work, reply-review
     payload = JSONField()
     state = pw.TextField(default="pending")  # pending, uncertain, delivered, expired, cancelled
-    created_at = pw.FloatField()  # fact 1: stored
-    transport_at = pw.FloatField(null=True)  # fact 2
+    created_at = pw.DoubleField()  # fact 1: stored
+    transport_at = pw.DoubleField(null=True)  # fact 2
     transport = JSONField(null=True)
-    received_at = pw.FloatField(null=True)  # fact 3
+    received_at = pw.DoubleField(null=True)  # fact 3
     receipt = JSONField(null=True)
-    accepted_at = pw.FloatField(null=True)  # fact 4
+    accepted_at = pw.DoubleField(null=True)  # fact 4
     acceptance = JSONField(null=True)
     cursor = JSONField(null=True)  # native session, host, transcript path, prediction
     observed_offset = pw.IntegerField(default=0)  # where the next transcript read starts
@@ -132,11 +134,13 @@ class Outbox(BaseModel):
     last_error = pw.TextField(null=True)
     resent_as = pw.TextField(null=True, unique=True)
     resent_from = pw.TextField(null=True, unique=True)
-    updated_at = pw.FloatField()
+    updated_at = pw.DoubleField()
 
     class Meta:
         table_name = "engine_outbox"
-        indexes = ((("state", "session"), False),)
+        # created_at, id: the app's window of the newest envelopes is an index scan,
+        # not a sort of the whole history (tests/bench/bench_tui.py).
+        indexes = ((("state", "session"), False), (("created_at", "id"), False))
 
 
 class HostQueue(BaseModel):
@@ -146,8 +150,8 @@ class HostQueue(BaseModel):
     attempt = pw.IntegerField()
     state = pw.TextField()  # intent, written, refused, failed
     detail = pw.TextField(null=True)
-    created_at = pw.FloatField()
-    updated_at = pw.FloatField()
+    created_at = pw.DoubleField()
+    updated_at = pw.DoubleField()
 
     class Meta:
         table_name = "engine_host_queue"
@@ -160,10 +164,10 @@ class Obligation(BaseModel):
     dispatch = pw.ForeignKeyField(Dispatch, backref="obligations")
     kind = pw.TextField(default="outcome")
     legacy = pw.BooleanField(default=False)
-    due_at = pw.FloatField()
+    due_at = pw.DoubleField()
     state = pw.TextField(default="open")  # open, met, overdue, reviewed
-    created_at = pw.FloatField()
-    met_at = pw.FloatField(null=True)
+    created_at = pw.DoubleField()
+    met_at = pw.DoubleField(null=True)
 
     class Meta:
         table_name = "engine_obligations"
@@ -174,7 +178,7 @@ class Command(BaseModel):
     name = pw.TextField()
     args_hash = pw.TextField()
     result = JSONField()
-    created_at = pw.FloatField()
+    created_at = pw.DoubleField()
 
     class Meta:
         table_name = "engine_commands"
@@ -182,7 +186,7 @@ class Command(BaseModel):
 
 class Event(BaseModel):
     id = pw.AutoField()
-    at = pw.FloatField(index=True)
+    at = pw.DoubleField(index=True)
     who = pw.TextField()
     command = pw.TextField()
     subject = pw.TextField(index=True)  # "outbox:<id>", "todo:<n>", "session:<n>", ...
@@ -196,7 +200,7 @@ class Event(BaseModel):
 
 class Notification(BaseModel):
     id = pw.AutoField()
-    at = pw.FloatField()
+    at = pw.DoubleField()
     kind = pw.TextField()  # chat enrolled, delivery expired, obligation overdue, ...
     text = pw.TextField()
     subject = pw.TextField(null=True)
@@ -210,7 +214,7 @@ class Setting(BaseModel):
 
     name = pw.TextField(primary_key=True)
     value = JSONField()
-    updated_at = pw.FloatField()
+    updated_at = pw.DoubleField()
 
     class Meta:
         table_name = "engine_settings"

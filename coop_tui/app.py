@@ -21,23 +21,25 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Static
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from coop_engine.db import open_ledger
 from coop_engine.engine import Engine
-from coop_engine.errors import CoopError
 from coop_tui import ledger
 from coop_tui.commands import CoopCommands
+from coop_tui.decisions import Decisions
+from coop_tui.live import LivePanes
 from coop_tui.messages import LedgerChanged
-from coop_tui.survey import survey
-from coop_tui.widgets.panes import HostsPane, OutboxPane, SessionsPane, merge_live
-from hosts.base import Host
+from coop_tui.survey import asking
+from coop_tui.widgets.panes import HostsPane, OutboxPane, SessionsPane
 from hosts.fleet import Fleet
 
 Clock = Callable[[], float]
 STOP_SECONDS = 10.0
+WRITES = frozenset({"modified", "created", "moved", "deleted"})
 # Actions on the three panes and their selection: only while the panes are on screen.
 PANE_ACTIONS = frozenset(
     {
@@ -60,11 +62,14 @@ class _LedgerWatch(FileSystemEventHandler):
         self.app = app
 
     def on_any_event(self, event: FileSystemEvent) -> None:
+        # Writes only: a reader opening the ledger (our own workers too) changes nothing.
+        if event.event_type not in WRITES:
+            return
         if os.path.basename(os.fsdecode(event.src_path)).startswith("coop.db"):
             self.app.post_message(LedgerChanged())
 
 
-class CoopApp(App[None]):
+class CoopApp(LivePanes, Decisions):
     CSS_PATH = "coop.tcss"
     TITLE = "Coop"
     SUB_TITLE = "the fleet's deliveries"
@@ -168,35 +173,35 @@ class CoopApp(App[None]):
         self._coordinator: threading.Thread | None = None
         self._observer: Any = None
         self._asking: set[str] = set()
+        self._ledger_ready = False
+        self._trailing: list[Timer] = []
+        self.outbox_total = 0
+        self._sessions_shown: list[dict[str, Any]] | None = None
 
     # --- layout -------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
         yield Header()
+        # Kept, not queried: results from threads may arrive while the app closes, when
+        # the screen no longer holds them (see `_showing`).
+        self.hosts_pane = HostsPane(id="hosts")
+        self.sessions_pane = SessionsPane(id="sessions")
+        self.outbox_pane = OutboxPane(id="outbox")
         with Vertical(id="panes"):
-            yield HostsPane(id="hosts")
-            yield SessionsPane(id="sessions")
-            yield OutboxPane(id="outbox")
+            yield self.hosts_pane
+            yield self.sessions_pane
+            yield self.outbox_pane
         yield Static(id="status")
         # Compact: every key of the panes fits on one line at 160 columns.
         yield Footer(compact=True)
-
-    @property
-    def hosts_pane(self) -> HostsPane:
-        return self.query_one(HostsPane)
-
-    @property
-    def sessions_pane(self) -> SessionsPane:
-        return self.query_one(SessionsPane)
-
-    @property
-    def outbox_pane(self) -> OutboxPane:
-        return self.query_one(OutboxPane)
 
     def on_mount(self) -> None:
         for pane in (self.hosts_pane, self.sessions_pane, self.outbox_pane):
             pane.border_title = pane.BORDER_TITLE
         self.outbox_pane.focus()
+        # Every Mac has its row from the start, in fleet order: one that has not
+        # answered yet says so, and the cursor never depends on who answered first.
+        self.hosts_pane.replace_rows(asking(name) for name in self.fleet.hosts)
         self.open_ledger()
         self.set_interval(self.survey_interval, self.survey_fleet)
         self.set_interval(5.0, self.refresh_ages)
@@ -215,6 +220,9 @@ class CoopApp(App[None]):
         self, engine: Engine, window: ledger.OutboxWindow, sessions: list[dict[str, Any]], last: int
     ) -> None:
         self.engine = engine
+        if not self._showing():
+            return
+        self._ledger_ready = True
         self.last_event = last
         self.session_rows = sessions
         self._show_window(window)
@@ -239,8 +247,10 @@ class CoopApp(App[None]):
             self._status(where)
             return
         assert self.engine is not None
+        # The coordinator's transitions are Coop's; the keys pressed here are Dad's.
+        coordinator = Engine(self.engine.db, clock=self.clock, actor="coop")
         self._server = Server(
-            self.engine,
+            coordinator,
             self.fleet,
             self.home,
             log=lambda line: None,
@@ -277,108 +287,6 @@ class CoopApp(App[None]):
         if action in PANE_ACTIONS and len(self.screen_stack) > 1:
             return False
         return True
-
-    # --- the ledger, live ---------------------------------------------------------------
-
-    @on(LedgerChanged)
-    def request_refresh(self) -> None:
-        if self.engine is None:
-            return
-        if self._refreshing:
-            self._refresh_again = True
-            return
-        self._refreshing = True
-        self._refresh(
-            self.last_event,
-            set(self.outbox_pane.rows_by_key),
-            self.session_filter,
-            self.text_filter,
-        )
-
-    @work(thread=True, group="ledger")
-    def _refresh(
-        self, last_event: int, shown: set[str], session_id: int | None, text: str | None
-    ) -> None:
-        changes = ledger.changes_since(last_event)
-        window = None
-        if changes.reload or any(row["id"] not in shown for row in changes.envelopes):
-            window = ledger.outbox_window(session_id, text=text)
-        sessions = ledger.session_rows() if changes.sessions else None
-        self.call_from_thread(self._apply, changes, window, sessions)
-
-    def _apply(
-        self,
-        changes: ledger.Changes,
-        window: ledger.OutboxWindow | None,
-        sessions: list[dict[str, Any]] | None,
-    ) -> None:
-        self.last_event = changes.last_event
-        if window is not None:
-            self._show_window(window)
-        else:
-            now = self.clock()
-            for row in changes.envelopes:
-                self.outbox_pane.patch_row({**row, "_now": now})
-        if sessions is not None:
-            self.session_rows = sessions
-            self._show_sessions()
-        self._refreshing = False
-        if self._refresh_again:
-            self._refresh_again = False
-            self.request_refresh()
-
-    def _show_window(self, window: ledger.OutboxWindow) -> None:
-        now = self.clock()
-        self.outbox_pane.replace_rows({**row, "_now": now} for row in window.rows)
-        shown = len(window.rows)
-        scope = "" if window.session_id is None else " for this chat"
-        if self.text_filter:
-            scope += f" matching {self.text_filter!r}"
-        more = f", newest {shown} shown" if window.total > shown else ""
-        self.outbox_pane.border_title = f"Outbox · {window.total} envelopes{scope}{more}"
-
-    @work(thread=True, group="poll")
-    def poll_ledger(self) -> None:
-        if self.engine is None:
-            return
-        if ledger.latest_event() > self.last_event:
-            self.post_message(LedgerChanged())
-
-    def refresh_ages(self) -> None:
-        now = self.clock()
-        pane = self.outbox_pane
-        for key, row in list(pane.rows_by_key.items()):
-            row["_now"] = now
-            pane.update_cell(key, "age", OutboxPane.COLUMNS[6][2](row))
-
-    # --- Macs and chats ------------------------------------------------------------------
-
-    def survey_fleet(self) -> None:
-        """Ask every Mac that is not still answering the last question: a Mac that hangs
-        costs one waiting thread, never one more per interval."""
-        idle = {name: host for name, host in self.fleet.hosts.items() if name not in self._asking}
-        if idle:
-            self._asking.update(idle)
-            self._survey(idle)
-
-    @work(thread=True, group="survey", exclusive=False)
-    def _survey(self, hosts: dict[str, Host]) -> None:
-        survey(hosts, lambda report: self.call_from_thread(self._surveyed, report), self.clock)
-
-    def _surveyed(self, report: dict[str, Any]) -> None:
-        self._asking.discard(report["name"])
-        self.surveys[report["name"]] = report
-        rows = [self.surveys[name] for name in self.fleet.hosts if name in self.surveys]
-        self.hosts_pane.replace_rows(rows)
-        self._show_sessions()
-
-    def _show_sessions(self) -> None:
-        rows = merge_live(self.session_rows, self.surveys)
-        if self.host_filter:
-            rows = [row for row in rows if row["host"] == self.host_filter]
-        self.sessions_pane.replace_rows(rows)
-        title = "Chats" if not self.host_filter else f"Chats on {self.host_filter}"
-        self.sessions_pane.border_title = f"{title} · {len(rows)}"
 
     # --- selecting and filtering ---------------------------------------------------------
 
@@ -433,47 +341,6 @@ class CoopApp(App[None]):
 
         self.push_screen(FilterDialog(self.text_filter or ""), apply)
 
-    # --- decisions -----------------------------------------------------------------------
-
-    def action_resend(self) -> None:
-        row = self.outbox_pane.selected()
-        if row is None:
-            self.notify("Select an envelope in the outbox first", severity="warning")
-            return
-        self.request_resend(row["id"])
-
-    @work(thread=True, group="commands")
-    def request_resend(self, outbox_id: str, done: Callable[[], None] | None = None) -> None:
-        """Read the envelope as it is now: a proven loss not yet sent again is confirmed
-        first; anything else goes straight to the engine, whose refusal says why."""
-        from coop_tui.screens.dialogs import ConfirmResend
-
-        row = ledger.envelope(outbox_id)
-        if row["state"] == "expired" and not row["resent_as"]:
-
-            def decided(yes: bool | None) -> None:
-                if yes:
-                    self.resend(outbox_id, done)
-
-            self.call_from_thread(self.push_screen, ConfirmResend(outbox_id), decided)
-        else:
-            self.resend(outbox_id, done)
-
-    @work(thread=True, group="commands")
-    def resend(self, outbox_id: str, done: Callable[[], None] | None = None) -> None:
-        assert self.engine is not None
-        try:
-            result = self.engine.resend(outbox_id, "dad")
-        except CoopError as refusal:
-            self.call_from_thread(self.notify, str(refusal), title="Send again", severity="warning")
-            return
-        self.call_from_thread(
-            self.notify, f"Sent again as {result['outbox'][:8]}", title="Send again"
-        )
-        self.post_message(LedgerChanged())
-        if done is not None:
-            self.call_from_thread(done)
-
     def action_adoption(self) -> None:
         from coop_tui.screens.adoption import AdoptionScreen
 
@@ -487,30 +354,6 @@ class CoopApp(App[None]):
             self.notify("Select a chat in the chats pane first", severity="warning")
             return
         self.push_screen(InspectorScreen(row))
-
-    def action_invite(self) -> None:
-        from coop_tui.screens.dialogs import InviteDialog
-
-        self.push_screen(InviteDialog(), self._invited)
-
-    def _invited(self, choice: tuple[int, str, str] | None) -> None:
-        if choice is not None:
-            self.invite(*choice)
-
-    @work(thread=True, group="commands")
-    def invite(self, todo_id: int, session_ref: str, host: str) -> None:
-        assert self.engine is not None
-        try:
-            result = self.engine.invite(todo_id, session_ref, host)
-        except CoopError as refusal:
-            self.call_from_thread(self.notify, str(refusal), title="Invite", severity="warning")
-            return
-        self.call_from_thread(
-            self.notify,
-            f"Invited {session_ref[:15]} to #{todo_id} ({result['outbox'][:8]})",
-            title="Invite",
-        )
-        self.post_message(LedgerChanged())
 
     def action_notifications(self) -> None:
         from coop_tui.screens.notices import NotificationsScreen

@@ -27,7 +27,10 @@ from hosts.fleet import Fleet
 from hosts.local import LocalHost
 from hosts.pipe import PipeHost
 
-HINT = "try: enter on an envelope · r send again · a adoption · c inspect a chat · i invite · ? help · q quit"
+HINT = (
+    "try: enter on an envelope · r send again · a adoption · c inspect a chat · i invite"
+    " · ? help · q quit"
+)
 SETTLE_SECONDS = 20.0
 # The setup's clock starts in the past, so that by now the bypass chat's first
 # invitation has been held longer than its 60 s dialog expiry plus the 60 s grace.
@@ -152,7 +155,9 @@ def stage(demo: DemoFleet, fleet: Fleet, say: Callable[[str], None]) -> None:
     clock = SetupClock()
     db = open_ledger(demo.home)
     engine = Engine(db, clock=clock, actor="dad")  # Dad's todos, invitations, Send again
-    coordinator = Coordinator(Engine(db, clock=clock, actor="coop"), fleet.hosts, log=lambda line: None)
+    coordinator = Coordinator(
+        Engine(db, clock=clock, actor="coop"), fleet.hosts, log=lambda line: None
+    )
     say("starting simulated chats on office and laptop…")
     importer = demo.start("office", "importer", "--history")
     builder = demo.start("office", "builder", "--busy", "--busy-seconds", "6")
@@ -216,9 +221,8 @@ def run_demo(home_arg: str | None, tui: bool = True, out: Callable[[str], None] 
             from coop_engine import views
 
             for row in views.outbox():
-                out(
-                    f"{row['id'][:8]}  {row['kind']:<11} #{row['todo']}  {row['state']:<10} {row['reason'] or row['last_error'] or ''}"
-                )
+                why = row["reason"] or row["last_error"] or ""
+                out(f"{row['id'][:8]}  {row['kind']:<11} #{row['todo']}  {row['state']:<10} {why}")
             return 0
         from coop_tui.app import CoopApp
 
@@ -226,5 +230,5 @@ def run_demo(home_arg: str | None, tui: bool = True, out: Callable[[str], None] 
         return 0
     finally:
         demo.stop()
-        if not home_arg:
-            shutil.rmtree(root, ignore_errors=True)
+        # The chats' folders and logs go with them; a --home ledger lives outside root.
+        shutil.rmtree(root, ignore_errors=True)

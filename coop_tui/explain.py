@@ -7,13 +7,16 @@ from typing import Any
 from coop_engine.views import iso
 
 REASONS = {
-    "refused-by-receiver-policy": "the receiver's settings refuse peer messages (crossSessionInbound: refuse)",
+    "refused-by-receiver-policy": (
+        "the receiver's settings refuse peer messages (crossSessionInbound: refuse)"
+    ),
     "held-for-approval-then-expired": (
         "the receiver held it for approval (it bypasses permissions and Coop asserts no mode), "
         "and the approval dialog expired"
     ),
     "receiver-idle-without-entry": (
-        "the receiver accepts peer messages and sat idle, yet its transcript has no entry with this id"
+        "the receiver accepts peer messages and sat idle, yet its transcript has no entry"
+        " with this id"
     ),
 }
 

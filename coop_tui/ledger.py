@@ -43,6 +43,7 @@ class Changes:
     envelopes: list[dict[str, Any]] = field(default_factory=list)
     sessions: list[dict[str, Any]] = field(default_factory=list)
     reload: bool = False
+    created: set[str] = field(default_factory=set)  # envelopes new to the ledger
 
 
 def _envelope_query() -> pw.ModelSelect[Outbox]:
@@ -103,7 +104,7 @@ def latest_event() -> int:
 def changes_since(last_event: int) -> Changes:
     """Envelopes and sessions touched by events after `last_event`."""
     events = list(
-        Event.select(Event.id, Event.subject)
+        Event.select(Event.id, Event.subject, Event.from_state, Event.to_state)
         .where(Event.id > last_event)
         .order_by(Event.id)
         .limit(MAX_CHANGES + 1)
@@ -113,17 +114,20 @@ def changes_since(last_event: int) -> Changes:
     if len(events) > MAX_CHANGES:
         return Changes(latest_event(), reload=True)
     outbox_ids: set[str] = set()
+    created: set[str] = set()
     dispatch_ids: set[int] = set()
     session_ids: set[int] = set()
     for event in events:
         kind, _, ident = event.subject.partition(":")
         if kind == "outbox":
             outbox_ids.add(ident)
+            if event.from_state is None and event.to_state == "pending":
+                created.add(ident)  # enqueued, sent again or queued as a reply
         elif kind == "dispatch" and ident.isdigit():
             dispatch_ids.add(int(ident))
         elif kind == "session" and ident.isdigit():
             session_ids.add(int(ident))
-    changes = Changes(events[-1].id)
+    changes = Changes(events[-1].id, created=created)
     condition = Outbox.id.in_(outbox_ids) if outbox_ids else None
     if dispatch_ids:
         by_dispatch = Outbox.dispatch.in_(dispatch_ids)
@@ -228,7 +232,9 @@ def cli_takers() -> list[dict[str, Any]]:
     )
     for session in query.order_by(Session.id.desc()):
         row = views.session(session)
-        active = Binding.select(Binding.todo).where((Binding.session == session) & (Binding.state == "active"))
+        active = Binding.select(Binding.todo).where(
+            (Binding.session == session) & (Binding.state == "active")
+        )
         row["todos"] = sorted({binding.todo_id for binding in active})
         row["last_tried_at"] = views.iso(session.last_tried_at)
         rows.append(row)

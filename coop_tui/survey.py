@@ -12,15 +12,20 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from datetime import UTC, datetime
 from typing import Any
 
-Clock = Callable[[], float]
-
 from coop_engine.policy import inbound_policy
 from hosts.base import Host, HostError
 from hosts.native import NativeRefusal
 
+Clock = Callable[[], float]
+
 
 def _iso(at: float) -> str:
     return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def asking(name: str) -> dict[str, Any]:
+    """A Mac's row before its first answer."""
+    return {"name": name, "reachable": None, "reason": None, "latency_ms": None, "chats": []}
 
 
 def survey_host(host: Host, clock: Clock = time.time) -> dict[str, Any]:

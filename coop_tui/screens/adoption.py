@@ -18,13 +18,23 @@ from coop_tui.widgets import cells
 from coop_tui.widgets.panes import Column, LedgerTable
 
 
+def _matches(count: Any) -> str:
+    return "none" if count == 0 else "1 match" if count == 1 else f"{count} matches"
+
+
 def _searched(row: dict[str, Any]) -> str | None:
     search = row.get("adoption") or {}
     answers = []
     for answer in search.get("searched", []):
-        said = answer.get("error") or f"{answer.get('matches')} match(es)"
+        said = answer.get("error") or _matches(answer.get("matches"))
         answers.append(f"{answer['host']}: {said}")
     return "; ".join(answers) or None
+
+
+def _minute(iso: str | None) -> str | None:
+    """`2026-05-04T09:07:51.500Z` -> `2026-05-04 09:07 UTC`: the table fits 160 columns,
+    the 48 h hold included."""
+    return f"{iso[:10]} {iso[11:16]} UTC" if iso else None
 
 
 class TakersTable(LedgerTable):
@@ -34,8 +44,8 @@ class TakersTable(LedgerTable):
         ("todos", "TODOS", lambda r: cells.plain(", ".join(f"#{t}" for t in r["todos"]) or None)),
         ("searched", "SEARCHED", lambda r: cells.plain(_searched(r))),
         ("result", "RESULT", lambda r: cells.plain((r.get("adoption") or {}).get("result"))),
-        ("tried", "LAST TRIED", lambda r: cells.plain(r.get("last_tried_at"))),
-        ("hold", "REFUSED UNTIL", lambda r: cells.plain(r.get("refused_until"), "red")),
+        ("tried", "LAST TRIED", lambda r: cells.plain(_minute(r.get("last_tried_at")))),
+        ("hold", "REFUSED UNTIL", lambda r: cells.plain(_minute(r.get("refused_until")), "red")),
     ]
 
 
@@ -56,7 +66,8 @@ class AdoptionScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static(
-            "CLI takers: chats that took work through `coop todo take`. Coop searches the declared Mac, the office, then the others.",
+            "CLI takers: chats that took work through `coop todo take`. Coop searches the"
+            " declared Mac, the office, then the others.",
             id="adoption-intro",
         )
         yield TakersTable(id="takers")
@@ -70,7 +81,10 @@ class AdoptionScreen(Screen[None]):
     @work(thread=True, group="adoption")
     def load(self) -> None:
         rows = ledger.cli_takers()
-        self.app.call_from_thread(self.query_one(TakersTable).replace_rows, rows)
+        self.app.call_from_thread(self.show, rows)
+
+    def show(self, rows: list[dict[str, Any]]) -> None:
+        self.query_one(TakersTable).replace_rows(rows)
 
     def action_adopt(self) -> None:
         row = self.query_one(TakersTable).selected()
@@ -87,7 +101,6 @@ class AdoptionScreen(Screen[None]):
             app.engine, app.fleet.hosts, app.fleet.office, log=lambda line: None
         )
         result = adoption.adopt_one(session)
-        self.app.call_from_thread(
-            self.notify, f"{result['session'][:15]}: {result['result']}", title="Adoption"
-        )
+        # A Mac's answer is data: plain text, never markup.
+        self.notify(f"{result['session'][:15]}: {result['result']}", title="Adoption", markup=False)
         self.load()

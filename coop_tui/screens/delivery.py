@@ -48,7 +48,8 @@ def fact_lines(detail: dict[str, Any]) -> list[tuple[str, str | None, str]]:
         (
             "3 received",
             facts["received"],
-            f"{shape.get(str(receipt.get('shape')), '')} at byte {receipt.get('offset')} of {receipt.get('transcript')}"
+            f"{shape.get(str(receipt.get('shape')), '')} at byte {receipt.get('offset')}"
+            f" of {receipt.get('transcript')}"
             if receipt
             else "no peer entry with this id seen yet",
         ),

@@ -83,8 +83,10 @@ class FilterDialog(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Label(
-                "Filter the outbox: a state (expired), a kind (work), a todo (#12), or the start of an id"
+            # A Static wraps where a Label would cut the line at the dialog's edge.
+            yield Static(
+                "Filter the outbox: a state (expired), a kind (work), a todo (#12),"
+                " or the start of an id"
             )
             yield Input(value=self.current, placeholder="expired", id="filter-text")
 
@@ -119,9 +121,8 @@ class InviteDialog(ModalScreen[tuple[int, str, str] | None]):
         for host, survey in sorted(app.surveys.items()):
             for chat in survey.get("chats", []):
                 if chat.get("live"):
-                    label = Text(
-                        f"{host}  {chat['session_id'][:8]}  {chat.get('name') or ''}  {chat.get('status') or ''}"
-                    )
+                    name, status = chat.get("name") or "", chat.get("status") or ""
+                    label = Text(f"{host}  {chat['session_id'][:8]}  {name}  {status}")
                     chats.add_option(Option(label, id=f"{host}|claude:{chat['session_id']}"))
         self.load_todos()
 

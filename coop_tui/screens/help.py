@@ -72,7 +72,8 @@ class HelpScreen(ModalScreen[None]):
             yield Static(marks)
             yield Static(
                 Text(
-                    "\nSend again works once, only for a delivery proven lost (expired). Silence proves nothing.",
+                    "\nSend again works once, only for a delivery proven lost (expired)."
+                    " Silence proves nothing.",
                     style="italic",
                 )
             )

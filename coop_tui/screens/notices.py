@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual import work
 from textual.app import ComposeResult
@@ -41,4 +41,7 @@ class NotificationsScreen(Screen[None]):
     @work(thread=True)
     def load(self) -> None:
         rows = ledger.notifications()
-        self.app.call_from_thread(self.query_one(NoticesTable).replace_rows, rows)
+        self.app.call_from_thread(self.show, rows)
+
+    def show(self, rows: list[dict[str, Any]]) -> None:
+        self.query_one(NoticesTable).replace_rows(rows)

@@ -23,6 +23,18 @@ def short(value: str | None, size: int = 8) -> Text:
     return plain(value[:size] if value else None)
 
 
+class Ordered(Text):
+    """A cell that knows where its row sorts: DataTable sorts rows by their cells."""
+
+    def __init__(self, text: str, order: tuple[Any, ...], **style: Any) -> None:
+        super().__init__(text, **style)
+        self.order = order
+
+
+def ordered(value: str, order: tuple[Any, ...], size: int = 8) -> Ordered:
+    return Ordered(value[:size], order, no_wrap=True, end="")
+
+
 def fact_marks(row: dict[str, Any]) -> Text:
     """The five facts at a glance: ● done, ○ not yet, ? unknown (sent, not yet seen)."""
     facts = row["facts"]
@@ -36,6 +48,13 @@ def fact_marks(row: dict[str, Any]) -> Text:
         else:
             text.append(PENDING, style="dim")
     return text
+
+
+def reachable(row: dict[str, Any]) -> Text:
+    """A Mac: reachable, why not, or still being asked (no answer yet)."""
+    if row["reachable"] is None:
+        return plain("asking…", "dim")
+    return plain("reachable", "green") if row["reachable"] else plain(row["reason"], "red")
 
 
 STATE_STYLE = {

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
+from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
 from coop_tui.widgets import cells
@@ -54,7 +55,8 @@ class LedgerTable(DataTable[Text]):
             return False
         self.rows_by_key[key] = row
         for column, _, render in self.COLUMNS:
-            self.update_cell(key, column, render(row))
+            # A value longer than the column had ("asking…" -> "reachable") widens it.
+            self.update_cell(key, column, render(row), update_width=True)
         return True
 
     def selected_key(self) -> str | None:
@@ -76,15 +78,7 @@ class HostsPane(LedgerTable):
     BORDER_TITLE = "Macs"
     COLUMNS: ClassVar[list[Column]] = [
         ("name", "MAC", lambda r: cells.plain(r["name"], "bold")),
-        (
-            "state",
-            "STATE",
-            lambda r: (
-                cells.plain("reachable", "green")
-                if r["reachable"]
-                else cells.plain(r["reason"], "red")
-            ),
-        ),
+        ("state", "STATE", cells.reachable),
         (
             "latency",
             "LATENCY",
@@ -159,7 +153,7 @@ class OutboxPane(LedgerTable):
 
     BORDER_TITLE = "Outbox"
     COLUMNS: ClassVar[list[Column]] = [
-        ("id", "ID", lambda r: cells.short(r["id"])),
+        ("id", "ID", lambda r: cells.ordered(r["id"], (r["created_at"], r["id"]))),
         ("kind", "KIND", lambda r: cells.plain(r["kind"])),
         ("todo", "TODO", lambda r: cells.plain(f"#{r['todo']}" if r.get("todo") else None)),
         ("session", "CHAT", lambda r: cells.short(r["session"].split(":", 1)[-1])),
@@ -175,6 +169,23 @@ class OutboxPane(LedgerTable):
             ),
         ),
     ]
+
+    def add_newest(self, rows: Iterable[dict[str, Any]], limit: int) -> None:
+        """Add envelopes the window does not show yet, newest first, keeping at most
+        `limit` rows: the cost of one new envelope is one row, whatever the history."""
+        selected = self.selected_key()
+        for row in rows:
+            key = self.row_key(row)
+            self.rows_by_key[key] = row
+            self.add_row(*self.cells(row), key=key)
+        self.sort("id", key=lambda cell: cell.order, reverse=True)
+        while self.row_count > limit:
+            oldest = self.coordinate_to_cell_key(Coordinate(self.row_count - 1, 0)).row_key
+            self.remove_row(oldest)
+            self.rows_by_key.pop(str(oldest.value), None)
+        if selected in self.rows_by_key:
+            self.move_cursor(row=self.get_row_index(selected), scroll=False)
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
             "enter",

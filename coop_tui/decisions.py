@@ -1,0 +1,84 @@
+"""Dad's decisions from the keyboard: Send again (after the proof of loss) and invite.
+Each runs as an engine command in a thread worker; a refusal is shown word for word."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from textual import work
+from textual.app import App
+
+from coop_engine.engine import Engine
+from coop_engine.errors import CoopError
+from coop_tui import ledger
+from coop_tui.messages import LedgerChanged
+from coop_tui.widgets.panes import OutboxPane
+
+
+class Decisions(App[None]):
+    engine: Engine | None
+    outbox_pane: OutboxPane
+
+    def action_resend(self) -> None:
+        row = self.outbox_pane.selected()
+        if row is None:
+            self.notify("Select an envelope in the outbox first", severity="warning")
+            return
+        self.request_resend(row["id"])
+
+    @work(thread=True, group="commands")
+    def request_resend(self, outbox_id: str, done: Callable[[], None] | None = None) -> None:
+        """Read the envelope as it is now: a proven loss not yet sent again is confirmed
+        first; anything else goes straight to the engine, whose refusal says why."""
+        row = ledger.envelope(outbox_id)
+        if row["state"] == "expired" and not row["resent_as"]:
+            self.call_from_thread(self._confirm_resend, outbox_id, done)
+        else:
+            self.resend(outbox_id, done)
+
+    def _confirm_resend(self, outbox_id: str, done: Callable[[], None] | None) -> None:
+        from coop_tui.screens.dialogs import ConfirmResend
+
+        def decided(yes: bool | None) -> None:
+            if yes:
+                self.resend(outbox_id, done)
+
+        self.push_screen(ConfirmResend(outbox_id), decided)
+
+    @work(thread=True, group="commands")
+    def resend(self, outbox_id: str, done: Callable[[], None] | None = None) -> None:
+        assert self.engine is not None
+        try:
+            result = self.engine.resend(outbox_id, "dad")
+        except CoopError as refusal:
+            # Refusals and ids are data: shown as plain text, never as markup.
+            self.notify(str(refusal), title="Send again", severity="warning", markup=False)
+            return
+        self.notify(f"Sent again as {result['outbox'][:8]}", title="Send again", markup=False)
+        self.post_message(LedgerChanged())
+        if done is not None:
+            self.call_from_thread(done)
+
+    def action_invite(self) -> None:
+        from coop_tui.screens.dialogs import InviteDialog
+
+        self.push_screen(InviteDialog(), self._invited)
+
+    def _invited(self, choice: tuple[int, str, str] | None) -> None:
+        if choice is not None:
+            self.invite(*choice)
+
+    @work(thread=True, group="commands")
+    def invite(self, todo_id: int, session_ref: str, host: str) -> None:
+        assert self.engine is not None
+        try:
+            result = self.engine.invite(todo_id, session_ref, host)
+        except CoopError as refusal:
+            self.notify(str(refusal), title="Invite", severity="warning", markup=False)
+            return
+        self.notify(
+            f"Invited {session_ref[:15]} to #{todo_id} ({result['outbox'][:8]})",
+            title="Invite",
+            markup=False,
+        )
+        self.post_message(LedgerChanged())

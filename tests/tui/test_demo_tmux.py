@@ -1,0 +1,193 @@
+"""End to end: `coop demo` in a real terminal (tmux, 160x48), driven by keys.
+
+The test starts its own tmux server (`tmux -S`, its socket in the test's folder), waits
+for the panes, presses keys with `send-keys`, reads the screen with `capture-pane`, quits
+with `q`, and checks that every process the demo started is gone and its temporary
+folders with them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from coop_tui.demo import coop_command
+
+pytestmark = pytest.mark.tui
+
+WIDTH, HEIGHT = 160, 48
+
+
+class Terminal:
+    """One tmux server of our own (its socket in the test's folder), one session."""
+
+    def __init__(self, socket: Path, env: dict[str, str]) -> None:
+        self.socket = socket
+        self.env = env
+
+    def tmux(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["tmux", "-S", str(self.socket), "-f", "/dev/null", *args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            check=check,
+            timeout=10,
+        )
+
+    def start(self, command: list[str]) -> None:
+        size = ["-x", str(WIDTH), "-y", str(HEIGHT)]
+        self.tmux("new-session", "-d", "-s", "demo", *size, *command)
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", "-t", "demo").stdout
+
+    def keys(self, *keys: str, literal: bool = False) -> None:
+        self.tmux("send-keys", "-t", "demo", *(["-l"] if literal else []), *keys)
+
+    def pane_pid(self) -> int:
+        return int(self.tmux("display", "-p", "-t", "demo", "#{pane_pid}").stdout)
+
+    def running(self) -> bool:
+        return self.tmux("has-session", "-t", "demo", check=False).returncode == 0
+
+    def wait_for(self, check: Callable[[str], bool], what: str, timeout: float = 15) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            screen = self.screen()
+            if check(screen):
+                return screen
+            if time.monotonic() > deadline:
+                raise AssertionError(f"not within {timeout}s: {what}\n{screen}")
+            time.sleep(0.1)
+
+    def wait_text(self, text: str, timeout: float = 15) -> str:
+        return self.wait_for(lambda screen: text in " ".join(screen.split()), text, timeout)
+
+    def stop(self) -> None:
+        """Quit the demo the way a user does, so it stops what it started; only a demo
+        that does not quit is hung up on (tmux's SIGHUP to its process group)."""
+        if self.running():
+            self.keys("Escape")
+            self.keys("q")
+            deadline = time.monotonic() + 15
+            while self.running() and time.monotonic() < deadline:
+                time.sleep(0.1)
+        self.tmux("kill-server", check=False)
+
+
+def descendants(root: int) -> set[int]:
+    """Every live process under `root`, read from /proc."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found: set[int] = set()
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.fixture
+def terminal(tmp_path: Path) -> Iterator[Terminal]:
+    if shutil.which("tmux") is None:
+        pytest.skip("needs tmux (make test installs it)")
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("COOP_", "PIPPA_", "TMUX", "CLAUDE_CONFIG_DIR"))
+    }
+    env.update(TMPDIR=str(temp), TERM="xterm-256color", LANG="C.UTF-8")
+    terminal = Terminal(tmp_path / "tmux.sock", env)
+    try:
+        yield terminal
+    finally:
+        terminal.stop()
+
+
+def row_of(screen: str, *words: str) -> int:
+    """The index, among the outbox's rows, of the first row holding any of `words`."""
+    rows = [line for line in screen.splitlines() if "invitation" in line or " work " in line]
+    return next(index for index, line in enumerate(rows) if any(w in line for w in words))
+
+
+def test_coop_demo_in_tmux_from_keys_to_quit_leaves_nothing_running(
+    terminal: Terminal, tmp_path: Path
+) -> None:
+    sockets_before = set(Path("/tmp").glob("coop-demo-*"))
+    terminal.start([*coop_command(), "demo"])
+    screen = terminal.wait_for(
+        lambda s: "Outbox ·" in s and "expired" in s and "reachable" in s,
+        "the three panes, live",
+        timeout=60,
+    )
+    assert "try: enter on an envelope" in screen
+    assert "laptop" in screen and "office" in screen
+    started = descendants(terminal.pane_pid())
+    assert len(started) >= 8  # the simulated chats and the laptop's helper, at least
+
+    # Delivery detail of the selected envelope, and back.
+    terminal.keys("Enter")
+    terminal.wait_text("Inbound prediction at send")
+    terminal.wait_text("History")
+    terminal.keys("Escape")
+    terminal.wait_text("Outbox ·")
+
+    # Only the proven losses; the cursor onto one not yet sent again.
+    terminal.keys("f")
+    terminal.wait_text("Filter the outbox")
+    terminal.keys("expired", literal=True)
+    terminal.keys("Enter")
+    screen = terminal.wait_text("matching 'expired'")
+    for _ in range(row_of(screen, "refused-by-receiver-policy", "receiver-idle-without")):
+        terminal.keys("Down")
+    terminal.keys("r")
+    terminal.wait_text("Proven not delivered:")
+    terminal.keys("y")
+    terminal.wait_text("Sent again as")
+    terminal.keys("r")
+    terminal.wait_text("This delivery was already sent again")
+    terminal.keys("Escape")
+    terminal.wait_for(lambda s: "matching" not in s, "the filter cleared")
+
+    # The adoption review lists the laptop's CLI taker.
+    terminal.keys("a")
+    terminal.wait_text("CLI takers")
+    terminal.wait_for(lambda s: "claude:" in s and "laptop" in s, "the laptop's CLI taker")
+    terminal.keys("Escape")
+    terminal.wait_text("Outbox ·")
+
+    terminal.keys("q")
+    deadline = time.monotonic() + 30
+    while terminal.running() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not terminal.running(), "q did not end the demo"
+    deadline = time.monotonic() + 10
+    while any(alive(pid) for pid in started) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [pid for pid in started if alive(pid)], "processes left behind"
+    assert not list((tmp_path / "tmp").iterdir()), "temporary folders left behind"
+    assert set(Path("/tmp").glob("coop-demo-*")) <= sockets_before, "socket folder left"
