@@ -8,11 +8,15 @@ from coop_engine.commands import fresh_key
 from coop_engine.delivery import DeliveryCommands
 from coop_engine.enrollment import EnrollmentCommands
 from coop_engine.errors import CoopError
+from coop_engine.invitations import InvitationCommands
 from coop_engine.models import Session, Setting, Todo
+from coop_engine.outcomes import OutcomeCommands
 from coop_engine.takes import TakeCommands
 
 
-class Engine(TakeCommands, DeliveryCommands, EnrollmentCommands):
+class Engine(
+    InvitationCommands, TakeCommands, OutcomeCommands, DeliveryCommands, EnrollmentCommands
+):
     """The ledger's rules. No I/O to chats or hosts happens here."""
 
     # --- todos --------------------------------------------------------------------------

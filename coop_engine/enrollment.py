@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from coop_engine.commands import CommandBase, fresh_key
+from coop_engine.dispatching import parse_session_ref
 from coop_engine.errors import NotAuthorized
 from coop_engine.models import Outbox, Session, Setting
-from coop_engine.takes import parse_session_ref
 
 ADOPTION_RETRY_SECONDS = 10 * 60
 REFUSED_ADOPTION_HOLD_SECONDS = 48 * 3600

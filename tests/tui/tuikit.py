@@ -25,7 +25,7 @@ from typing import Any
 
 from textual.pilot import Pilot
 
-from coop_engine import takes
+from coop_engine import invitations
 from coop_engine.db import open_ledger
 from coop_engine.engine import Engine
 from coop_engine.models import database
@@ -68,12 +68,12 @@ def fixed_nonces(seed: int = 7) -> Iterator[None]:
     """Invitation nonces (random in the engine) from a seeded sequence."""
     rng = random.Random(seed)
     alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789"
-    original = takes.new_nonce
-    takes.new_nonce = lambda: "".join(rng.choice(alphabet) for _ in range(10))
+    original = invitations.new_nonce
+    invitations.new_nonce = lambda: "".join(rng.choice(alphabet) for _ in range(10))
     try:
         yield
     finally:
-        takes.new_nonce = original
+        invitations.new_nonce = original
 
 
 # --- Macs without live processes -----------------------------------------------------------

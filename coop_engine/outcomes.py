@@ -1,0 +1,102 @@
+"""Fact 5 and its backstop: outcomes reported or decided, obligations swept."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coop_engine.commands import fresh_key
+from coop_engine.dispatching import DispatchCommands
+from coop_engine.errors import Conflict, NotAuthorized
+from coop_engine.models import Binding, Dispatch, Obligation
+
+REPORTERS = ("dad", "chief", "worker")
+
+
+class OutcomeCommands(DispatchCommands):
+    def report_outcome(
+        self, todo_id: int, outcome: str, by: str, *, key: str | None = None
+    ) -> dict[str, Any]:
+        """Fact 5: a report from the bound worker, or a decision by Dad or the chief."""
+        if by not in REPORTERS:
+            raise NotAuthorized("An outcome is reported by worker, or decided by dad or chief")
+        if not outcome.strip():
+            raise Conflict("An outcome needs text")
+
+        def run(now: float) -> dict[str, Any]:
+            todo = self._todo(todo_id)
+            dispatch = (
+                Dispatch.select()
+                .where((Dispatch.todo == todo_id) & (Dispatch.state == "accepted"))
+                .order_by(Dispatch.id.desc())
+                .first()
+            )
+            if dispatch is None:
+                raise Conflict(f"Todo #{todo_id} is {todo.state}: no accepted work to report on")
+            changed = (
+                Dispatch.update(state="done", outcome=outcome, outcome_by=by, outcome_at=now)
+                .where((Dispatch.id == dispatch.id) & (Dispatch.state == "accepted"))
+                .execute()
+            )
+            if changed != 1:
+                raise Conflict(f"Dispatch {dispatch.id} already has an outcome")
+            self._move_todo(now, "report_outcome", todo_id, "taken", "done")
+            owed = Obligation.select().where(
+                (Obligation.dispatch == dispatch.id) & Obligation.state.in_(["open", "overdue"])
+            )
+            for obligation in list(owed):
+                changed = (
+                    Obligation.update(state="met", met_at=now)
+                    .where(
+                        (Obligation.id == obligation.id) & (Obligation.state == obligation.state)
+                    )
+                    .execute()
+                )
+                if changed:
+                    self._event(
+                        now,
+                        "report_outcome",
+                        f"obligation:{obligation.id}",
+                        obligation.state,
+                        "met",
+                    )
+            Binding.update(state="released").where(
+                (Binding.dispatch == dispatch.id) & (Binding.state == "active")
+            ).execute()
+            self._event(
+                now,
+                "report_outcome",
+                f"dispatch:{dispatch.id}",
+                "accepted",
+                "done",
+                {"outcome": outcome},
+                who=by,
+            )
+            return {"todo": todo_id, "dispatch": dispatch.id, "state": "done"}
+
+        args = {"todo": todo_id, "outcome": outcome, "by": by}
+        return self._command("report_outcome", key or fresh_key(f"report:{todo_id}"), args, run)
+
+    def sweep_obligations(self) -> dict[str, Any]:
+        """Open obligations past their due time become overdue, and Dad is told."""
+
+        def run(now: float) -> dict[str, Any]:
+            due = list(
+                Obligation.select().where((Obligation.state == "open") & (Obligation.due_at <= now))
+            )
+            for obligation in due:
+                Obligation.update(state="overdue").where(
+                    (Obligation.id == obligation.id) & (Obligation.state == "open")
+                ).execute()
+                subject = f"dispatch:{obligation.dispatch_id}"
+                self._event(
+                    now, "sweep_obligations", f"obligation:{obligation.id}", "open", "overdue"
+                )
+                self._notify(
+                    now,
+                    "obligation overdue",
+                    f"Todo #{obligation.dispatch.todo_id} has no outcome yet",
+                    subject,
+                )
+            return {"overdue": [o.id for o in due]}
+
+        return self._command("sweep_obligations", fresh_key("sweep"), {}, run)
