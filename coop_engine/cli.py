@@ -253,6 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser(argv).parse_args(argv)
         handler = args.handler
     from coop_engine.errors import CoopError
+    from coop_engine.output import one_line
     from hosts.base import HostError
     from hosts.fleet import FleetError
     from hosts.native import NativeRefusal
@@ -260,10 +261,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args)
     except (CoopError, FleetError, HostError, NativeRefusal) as error:
-        print(f"coop: {error}", file=sys.stderr)
+        print(f"coop: {one_line(str(error))}", file=sys.stderr)
         return 1
     except UsageError as error:
-        print(f"coop: {error}", file=sys.stderr)
+        print(f"coop: {one_line(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -12,7 +12,7 @@ import sys
 import time
 
 from coop_engine.home import coop_home
-from coop_engine.output import print_rows, short
+from coop_engine.output import one_line, print_rows, short
 from coop_engine.policy import inbound_policy
 from hosts.base import Host, HostError
 from hosts.fleet import Fleet, load_fleet
@@ -54,7 +54,7 @@ def ask_each(hosts: Sequence[Host], ask: Callable[[Host], Any]) -> list[Any]:
 
 
 def warn(message: str) -> None:
-    print(f"coop: warning: {message}", file=sys.stderr)
+    print(f"coop: warning: {one_line(message)}", file=sys.stderr)
 
 
 def chat_row(chat: dict[str, Any]) -> dict[str, Any]:
@@ -302,7 +302,7 @@ def chat_show(args: argparse.Namespace) -> int:
     try:
         found = find_chat(fleet, session_id, args.host)
         if isinstance(found, str):
-            print(f"coop: {found}", file=sys.stderr)
+            print(f"coop: {one_line(found)}", file=sys.stderr)
             return 1
         host, chat = found
         tail = read_tail(host, session_id, args.lines)

@@ -43,7 +43,10 @@ class Coordinator:
         return ClaudeAdapter(self.engine, host, self.log)
 
     def _managed(self, query):  # type: ignore[no-untyped-def]
-        return (
+        """The rows, read in full before any is acted on: a SQLite read left open while
+        a command begins its write fails at once (SQLITE_BUSY_SNAPSHOT, no busy wait)
+        whenever another process committed in between."""
+        return list(
             query.join(Session)
             .where((Session.mode == "managed") & (Outbox.generation == Session.generation))
             .order_by(Outbox.created_at, Outbox.id)
@@ -140,9 +143,8 @@ class Coordinator:
 
     def refresh_statuses(self, only: Collection[str] | None = None) -> None:
         """Each managed Claude chat's status as its registry says (exited when gone)."""
-        for session in Session.select().where(
-            (Session.mode == "managed") & (Session.vendor == "claude")
-        ):
+        managed = Session.select().where((Session.mode == "managed") & (Session.vendor == "claude"))
+        for session in list(managed):
             host = self.hosts.get(session.host)
             if host is None or (only is not None and session.host not in only):
                 continue

@@ -13,12 +13,21 @@ if TYPE_CHECKING:
     Column = tuple[str, Callable[[dict[str, Any]], Any]]
 
 
+def one_line(text: str) -> str:
+    """Text for one line of a terminal, whoever wrote it: whitespace breaks become
+    spaces, other control characters (an escape sequence a chat or an id carried) are
+    shown as escapes, never sent to the terminal."""
+    import re
+
+    text = text.replace("\n", " ").replace("\r", " ").replace("\t", " ")
+    return re.sub(r"[\x00-\x1f\x7f-\x9f]", lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def _cell(value: Any) -> str:
     if value is None:
         return "-"
-    text = str(value)
     # A table row is one line whatever a chat wrote.
-    return text.replace("\n", " ").replace("\r", " ").replace("\t", " ")
+    return one_line(str(value))
 
 
 def print_rows(

@@ -17,9 +17,11 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import peewee as pw
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
@@ -142,12 +144,21 @@ class Server:
         self.observer.start()
         self.log(f"serving {len(self.fleet.hosts)} Mac(s); office is {self.fleet.office}")
         try:
-            self.coordinator.reconcile()
+            self._guarded("reconciling", self.coordinator.reconcile)
             self._loop()
         finally:
             self.observer.stop()
             self.observer.join(5)
         self.log("stopped")
+
+    def _guarded(self, what: str, step: Callable[[], object]) -> None:
+        """Run one step of the loop. A ledger that refuses a command (locked past the busy
+        timeout, disk full, an I/O error) costs that step, not the coordinator: every
+        command is one transaction, so the next pass starts from what was committed."""
+        try:
+            step()
+        except pw.OperationalError as error:
+            self.log(f"{what} failed on the ledger: {error}; the next pass tries again")
 
     def _loop(self) -> None:
         remote_due = 0.0
@@ -158,11 +169,11 @@ class Server:
             started = time.monotonic()
             every_mac = started >= remote_due
             only = None if every_mac else local
-            self.coordinator.tick(only=only, stop=self.stopping.is_set)
+            self._guarded("a pass", partial(self.coordinator.tick, only, self.stopping.is_set))
             if every_mac:
                 remote_due = started + self.remote_interval
             if started >= adoption_due and not self.stopping.is_set():
-                self.adoption.run()
+                self._guarded("the adoption pass", self.adoption.run)
                 adoption_due = started + self.adoption_interval
             self._refresh_watches()
             time.sleep(MIN_PASS_GAP)  # our own ledger writes wake us once; let them settle

@@ -131,8 +131,9 @@ class HelperClient:
         try:
             stream.send(line.encode() + b"\n", self.timeout)
         except OSError:
+            cause = self._died(op, stream, starting)  # ask how it ended before closing it
             self._drop(broken=True)
-            raise HostError(self.name, self._died(op, stream, starting)) from None
+            raise HostError(self.name, cause) from None
         reply = self._read_reply(stream, op, starting)
         if reply.get("id") != request_id:
             self._drop(broken=True)

@@ -160,6 +160,8 @@ def read_fleet(path: Path) -> tuple[str, list[dict[str, Any]]]:
         config = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise FleetError(f"{path}: not valid TOML: {error}") from None
+    except RecursionError:  # tomllib recurses once per nested array or table
+        raise FleetError(f"{path}: not valid TOML: nested too deeply") from None
     checker = _Checker(path, text)
     office = checker.office(config)
     return office, checker.macs(config, office)

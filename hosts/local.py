@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from hosts import native, transcripts
-from hosts.base import OPERATIONS, Host
+from hosts.base import OPERATIONS, Host, HostError
 from hosts.platforms import Platform, current_platform
 from hosts.settings import SettingsReader, default_config_dir
 
@@ -42,7 +42,12 @@ class LocalHost(Host):
         if op not in OPERATIONS:
             raise ValueError(f"unknown host operation {op!r}")
         method = getattr(self, f"_op_{op}")
-        return method(**args)
+        try:
+            return method(**args)
+        except OSError as error:
+            # A folder or file this Mac cannot read now (EIO, EACCES, EMFILE...): the Mac
+            # could not be asked, as SshHost says of a Mac it cannot reach.
+            raise HostError(self.name, f"{op}: {error}") from None
 
     # --- registry ---------------------------------------------------------------------
 
@@ -121,7 +126,7 @@ class LocalHost(Host):
             return {"path": None, "size": 0, "inode": None}
         try:
             info = os.stat(path)
-        except OSError:
+        except FileNotFoundError:
             return {"path": path, "size": 0, "inode": None}
         return {"path": path, "size": info.st_size, "inode": info.st_ino}
 

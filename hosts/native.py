@@ -153,7 +153,7 @@ def scan_registry(config_dir: Path, platform: Platform) -> Scan:
             scan.skipped.append({"file": name, "reason": reason or "unreadable"})
             continue
         pid = int(match.group(1))
-        if data.get("pid") != pid or isinstance(data.get("pid"), bool):
+        if type(data.get("pid")) is not int or data["pid"] != pid:  # 5.0 and true are not 5
             scan.skipped.append(
                 {"file": name, "reason": f"names pid {data.get('pid')!r}, not {pid}"}
             )
@@ -189,6 +189,8 @@ def private_socket(path: str, parents: dict[str, str | None] | None = None) -> i
         info = os.lstat(path)
     except OSError as error:
         raise NativeRefusal(SOCKET_NOT_PRIVATE, f"socket missing: {error.strerror}") from None
+    except ValueError:  # a NUL byte in the registry's path: not a path at all
+        raise NativeRefusal(SOCKET_NOT_PRIVATE, "socket path is not a path") from None
     if not stat.S_ISSOCK(info.st_mode):
         raise NativeRefusal(SOCKET_NOT_PRIVATE, "not a socket")
     problem = _private(info)
@@ -326,6 +328,8 @@ def send_frame(
             "error": str(refusal),
             "detail": refusal.detail,
         }
+    except OSError as error:  # the registry folder could not be read: nothing was written
+        return {"ok": False, "written": False, "stage": "verify", "error": f"registry: {error}"}
     if third != expected:
         return {"ok": False, "written": False, "stage": "verify", "error": RECEIVER_CHANGED}
     return write_frame(third.socket_path, line)

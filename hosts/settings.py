@@ -34,6 +34,8 @@ def read_json_file(path: str | os.PathLike[str]) -> Source:
         return None
     except OSError as error:
         return {"path": path, "error": f"unreadable: {error.strerror}"}
+    except ValueError:  # a NUL byte, from a registry entry's cwd
+        return {"path": path, "error": "unreadable: not a path"}
     try:
         value = json.loads(raw)
     except (ValueError, RecursionError):

@@ -47,8 +47,8 @@ def locate(
             return guess
     try:
         folders = list(os.scandir(projects))
-    except OSError:
-        return None
+    except FileNotFoundError:
+        return None  # no chat has written a transcript yet
     for folder in folders:
         candidate = os.path.join(folder.path, name)
         if folder.is_dir(follow_symlinks=False) and os.path.isfile(candidate):
@@ -93,9 +93,11 @@ def _open_at(path: StrPath | None, offset: int, inode: int | None) -> tuple[Any,
     offset, or another file under the same name, was rotated and is read from 0."""
     if path is None:
         return None, Chunk(None, offset, offset, 0, None)
+    # Only a missing file reads as empty; any other error is raised: a read that failed
+    # is not a read that found nothing, and "no entry for the id" may expire a delivery.
     try:
         handle = open(path, "rb")
-    except OSError:
+    except FileNotFoundError:
         return None, Chunk(os.fspath(path), offset, offset, 0, None)
     info = os.fstat(handle.fileno())
     rotated = info.st_size < offset or (inode is not None and info.st_ino != inode)

@@ -75,8 +75,8 @@ class ClaudeAdapter:
             where = row.session.ref
             self.log(f"{row.id[:8]} {row.kind} sent to {where} (uncertain, predicted {verdict})")
         else:
-            stage, error = result.get("stage"), result.get("error")
-            self.log(f"{row.id[:8]} {row.kind} send failed at {stage}: {error}")
+            stage, cause = result.get("stage"), result.get("error")
+            self.log(f"{row.id[:8]} {row.kind} send failed at {stage}: {cause}")
 
     # --- observing --------------------------------------------------------------------
 
@@ -170,7 +170,11 @@ class ClaudeAdapter:
             said = receipts.assistant_text(entry) if entry else None
             if said is None or receipts.answer_in(said, nonce) is None:
                 continue
-            turn = self.host.transcript_read(row.session.native_id, offset, TURN_READ_BYTES)
+            try:
+                turn = self.host.transcript_read(row.session.native_id, offset, TURN_READ_BYTES)
+            except (NativeRefusal, HostError) as error:
+                self.log(f"{row.id[:8]} answer not read: {error}")
+                return offset  # read this candidate again on the next pass
             final = next(receipts.finals([(o, t) for o, t in turn["lines"]]), None)
             if final is None:
                 return offset  # the turn is still running: its final decides

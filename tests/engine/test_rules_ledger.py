@@ -171,6 +171,7 @@ def test_an_event_says_who_decided(steps):
 # --- the SQLite file ------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only
 def test_ledger_file_is_private_0600_in_a_0700_home(ledger, coop_home):
     assert stat.S_IMODE(coop_home.stat().st_mode) == 0o700
     assert stat.S_IMODE((coop_home / "coop.db").stat().st_mode) == 0o600
@@ -180,10 +181,12 @@ def test_ledger_file_is_private_0600_in_a_0700_home(ledger, coop_home):
             assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0
 
 
+@pytest.mark.sqlite_only
 def test_ledger_runs_in_wal_mode(ledger):
     assert ledger.execute_sql("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
+@pytest.mark.sqlite_only
 def test_ledger_commits_with_synchronous_full(ledger):
     # 2 is FULL: the intent-before-I/O commit survives a power cut.
     assert ledger.execute_sql("PRAGMA synchronous").fetchone()[0] == 2

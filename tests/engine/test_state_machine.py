@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import hypothesis.strategies as st
+import pytest
 from hypothesis import HealthCheck, event, settings
 from hypothesis.stateful import (
     Bundle,
@@ -23,13 +25,13 @@ from hypothesis.stateful import (
     multiple,
     precondition,
     rule,
+    run_state_machine_as_test,
 )
-from peewee import SQL
 
-from coop_engine.db import open_ledger
+from coop_engine.db import is_sqlite, open_ledger
 from coop_engine.engine import Engine
 from coop_engine.errors import CoopError, KeyReused
-from coop_engine.models import Binding, HostQueue, Outbox, Todo
+from coop_engine.models import TABLES, Binding, HostQueue, Outbox, Todo
 
 from .support import CHAT, HOST, OTHER_CHAT, FakeClock, counts, cursor, peer_entry, verdict
 
@@ -49,11 +51,17 @@ DECIDERS = st.sampled_from(["dad", "chief", "dad", "chief", "worker"])
 
 def ids(state: str, kind: str | None = None) -> list[str]:
     """Envelope ids in creation order: Hypothesis draws by position, so the order must
-    not depend on the random UUIDs."""
+    not depend on random ids (the machine's engine mints them in sequence)."""
     query = Outbox.select(Outbox.id).where(Outbox.state == state)
     if kind:
         query = query.where(Outbox.kind == kind)
-    return [row.id for row in query.order_by(SQL("rowid"))]
+    return [row.id for row in query.order_by(Outbox.id)]
+
+
+def sequential_ids() -> Callable[[], str]:
+    """UUID-shaped envelope ids that sort in the order they were made."""
+    made = iter(range(1, 1 << 62))
+    return lambda: str(uuid.UUID(int=next(made)))
 
 
 def just_attempted() -> list[str]:
@@ -66,15 +74,21 @@ def just_attempted() -> list[str]:
 class LedgerMachine(RuleBasedStateMachine):
     todos = Bundle("todos")
     envelopes = Bundle("envelopes")
+    # None: a SQLite file per history; otherwise a PostgreSQL database, emptied per history.
+    database_url: str | None = None
 
     def __init__(self) -> None:
         super().__init__()
         self.dir = Path(tempfile.mkdtemp(prefix="coop-sm-"))
-        self.db = open_ledger(self.dir / "home")
-        # Durability is test_kill's subject; here fsyncs would only slow the search.
-        self.db.execute_sql("PRAGMA synchronous = OFF")
+        self.db = open_ledger(self.dir / "home", url=self.database_url)
+        if is_sqlite(self.db):
+            # Durability is test_kill's subject; here fsyncs would only slow the search.
+            self.db.execute_sql("PRAGMA synchronous = OFF")
+        else:
+            for model in TABLES:
+                model.truncate_table(restart_identity=True, cascade=True)
         self.clock = FakeClock()
-        self.engine = Engine(self.db, clock=self.clock)
+        self.engine = Engine(self.db, clock=self.clock, new_id=sequential_ids())
         self.delivered: set[str] = set()
         self.first: dict[str, tuple[Any, Result]] = {}  # derived key -> (args, result)
         self.replays: list[tuple[Callable[[], Result], Result]] = []
@@ -316,10 +330,14 @@ class LedgerMachine(RuleBasedStateMachine):
             assert attempts.where(HostQueue.state != "refused").exists(), row.id
 
 
-LedgerMachine.TestCase.settings = settings(
+SETTINGS = settings(
     max_examples=60,
     stateful_step_count=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
-test_ledger_state_machine = LedgerMachine.TestCase
+
+
+def test_ledger_state_machine(database_url: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(LedgerMachine, "database_url", database_url)
+    run_state_machine_as_test(LedgerMachine, settings=SETTINGS)

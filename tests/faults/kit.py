@@ -1,0 +1,349 @@
+"""The machinery of the fault-injection runs: a fleet of simulated chats shared by the
+runs, a fresh ledger per run, markers of where a pass is, and a recorder of the ledger
+at every command boundary (the scenarios and recovery are in scenarios.py).
+
+"Old or new state" is checked at the granularity of the ledger's writes: every write is
+an engine command (one transaction) or the transcript bookmark (one UPDATE). The
+recorder dumps the ledger, through a connection of its own that sees only what is
+committed, before and after each of them during the faulted pass. The dumps must chain
+(nothing changes between two writes), the failed write must leave the ledger exactly as
+it was before it, and the ledger after the pass must be the state after the last whole
+write. Which one it is, "old" (the failure recorded nothing) or "new" (a command recorded
+it), is reported per point.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import json
+import sqlite3
+import tempfile
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from simchat import SimChat, SimFleet
+
+from coop_engine import commands
+from coop_engine.adapters.claude import ClaudeAdapter
+from coop_engine.coordinator import Coordinator
+from coop_engine.db import open_ledger
+from coop_engine.delivery import DeliveryCommands
+from coop_engine.engine import Engine
+from coop_engine.models import TABLES, Outbox
+from hosts.base import Host
+from hosts.local import LocalHost
+from hosts.pipe import PipeHost
+
+STAGE: contextvars.ContextVar[str] = contextvars.ContextVar("stage", default="")
+OP: contextvars.ContextVar[str] = contextvars.ContextVar("op", default="")
+RECOVERY_PASSES = 80
+VERDICT_STEP = 61.0  # past the 60 s grace of receiver-idle-without-entry
+# The chats are shared by every run: a receiver's per-sender rate limit (30 frames, then
+# one per 2 s) would drop Coop's frames, so their clock runs a hundred times faster.
+FAST_RECEIVER = {"COOP_SIM_TIME_SCALE": "0.01"}
+# Each chat has a first turn already, so its transcript exists before Coop writes.
+CHAT_ARGS = {
+    "accept": ("--history", "--think", "0.02"),
+    "refuse": ("--history", "--think", "0.02", "--inbound", "refuse"),
+    "held": ("--history", "--think", "0.02", "--mode", "bypassPermissions"),
+    "decline": ("--history", "--think", "0.02", "--answer", "decline"),
+    "lose": ("--history", "--think", "0.02", "--lose-frames"),
+}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+
+# --- the ledger, dumped ------------------------------------------------------------------
+
+
+def dump(path: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Every committed row of every ledger table, through a connection of our own."""
+    conn = sqlite3.connect(path, timeout=30)
+    try:
+        return {
+            model._meta.table_name: conn.execute(
+                f'SELECT * FROM "{model._meta.table_name}" ORDER BY 1'
+            ).fetchall()
+            for model in TABLES
+        }
+    finally:
+        conn.close()
+
+
+@dataclass
+class Write:
+    name: str
+    stage: str
+    before: dict[str, Any]
+    after: dict[str, Any]
+    failed: str | None
+
+
+class Recorder:
+    """The ledger before and after each write of the faulted pass."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.on = False
+        self.writes: list[Write] = []
+
+    def around(self, name: str, call: Callable[[], Any]) -> Any:
+        if not self.on:
+            return call()
+        before, stage = dump(self.path), STAGE.get()
+        try:
+            result = call()
+        except BaseException as error:
+            self.writes.append(Write(name, stage, before, dump(self.path), repr(error)))
+            raise
+        self.writes.append(Write(name, stage, before, dump(self.path), None))
+        return result
+
+    def check_chain(self, start: dict[str, Any], end: dict[str, Any]) -> None:
+        state = start
+        for write in self.writes:
+            assert write.before == state, (
+                f"the ledger changed outside a command before {write.name}"
+            )
+            if write.failed:
+                assert write.after == write.before, f"failed {write.name} left a partial write"
+            state = write.after
+        assert end == state, "the ledger changed after the last command of the pass"
+
+    def after_fault(self, fault: Fault) -> list[str]:
+        """The whole writes the failing step made after the failure: what recorded it."""
+        return [
+            write.name
+            for write in self.writes[fault.fired_at :]
+            if write.stage == fault.fired_stage and not write.failed
+        ]
+
+
+# --- faults ----------------------------------------------------------------------------
+
+
+@dataclass
+class Fault:
+    """One failure, armed for one point: it fires once, where `when` says."""
+
+    point: str
+    stage: str | None
+    flavour: str
+    recorder: Recorder
+    armed: bool = False
+    fired: bool = False
+    fired_at: int = 0
+    fired_stage: str = ""
+
+    def now(self, op: str | None = None) -> bool:
+        """Whether the operation at hand is the one to fail (and then never again)."""
+        if not self.armed or self.fired:
+            return False
+        if self.stage is not None and STAGE.get() != self.stage:
+            return False
+        if op is not None and OP.get() != op:
+            return False
+        self.fired = True
+        self.fired_at, self.fired_stage = len(self.recorder.writes), STAGE.get()
+        return True
+
+
+# --- the world: chats, a ledger, hosts ---------------------------------------------------
+
+
+@dataclass
+class Run:
+    """What one fault run found; collected for the FAULTS line."""
+
+    point: str
+    flavour: str
+    outcome: str  # old, or new: the command that recorded the failure
+    raised: str | None
+    state: str  # the envelope's state after the faulted pass
+    recovered: bool
+
+
+RESULTS: list[Run] = []
+SEEN_OPS: Counter[str] = Counter()
+SEEN_COMMANDS: Counter[str] = Counter()
+
+
+class Fleet:
+    """The simulated chats every run shares (one per behaviour)."""
+
+    def __init__(self, root: Path) -> None:
+        self.sims = SimFleet(root / "claude")
+        self.sims.config_dir.mkdir(parents=True)
+        self.chats: dict[str, SimChat] = {}
+
+    def chat(self, kind: str) -> SimChat:
+        if kind not in self.chats:
+            self.chats[kind] = self.sims.start(*CHAT_ARGS[kind], env=FAST_RECEIVER)
+        return self.chats[kind]
+
+    def stop(self) -> None:
+        self.sims.stop_all()
+
+
+class World:
+    """One run: a fresh ledger over the shared chats, reached in-process or through the
+    helper protocol."""
+
+    def __init__(self, fleet: Fleet, root: Path, through_helper: bool = False) -> None:
+        self.fleet = fleet
+        self.home = root / f"home-{uuid.uuid4().hex[:8]}"
+        self.clock = Clock()
+        self.db = open_ledger(self.home)
+        self.ledger = self.home / "coop.db"
+        self.engine = Engine(self.db, clock=self.clock, actor="dad")
+        self.host: Host = (
+            PipeHost("office", env={"CLAUDE_CONFIG_DIR": str(fleet.sims.config_dir)})
+            if through_helper
+            else LocalHost("office", config_dir=fleet.sims.config_dir, managed_dir=root / "managed")
+        )
+        self.log: list[str] = []
+        self.coordinator = Coordinator(self.engine, {"office": self.host}, self.log.append)
+        self.recorder = Recorder(self.ledger)
+        self.frame_starts = {
+            kind: chat.frame_log.stat().st_size for kind, chat in fleet.chats.items()
+        }
+        self.tag = uuid.uuid4().hex[:6]
+
+    def close(self) -> None:
+        self.host.close()
+        self.db.close()
+
+    # the scenario's moves
+
+    def invite(self, kind: str) -> str:
+        chat = self.fleet.chat(kind)
+        self.frame_starts.setdefault(kind, chat.frame_log.stat().st_size)
+        # A title of its own: a chat drops an identical body from the same sender.
+        todo = self.engine.add_todo(f"Fault run {self.tag} for a {kind} chat")["id"]
+        return str(self.engine.invite(todo, chat.ref, "office")["outbox"])
+
+    def row(self, outbox_id: str) -> Outbox:
+        return Outbox.get_by_id(outbox_id)
+
+    def work_for(self, outbox_id: str) -> Outbox | None:
+        dispatch = self.row(outbox_id).dispatch_id
+        return Outbox.get_or_none((Outbox.dispatch == dispatch) & (Outbox.kind == "work"))
+
+    def frames(self) -> list[str]:
+        """The msg_id of every frame the chats read during this run."""
+        found = []
+        for kind, start in self.frame_starts.items():
+            with open(self.fleet.chats[kind].frame_log, "rb") as log:
+                log.seek(start)
+                data = log.read()
+            for line in data.splitlines():
+                if line.strip():
+                    found.append(str(json.loads(line)["msg_id"]))
+        return found
+
+    def tick(self) -> None:
+        self.coordinator.tick()
+
+    def chats_settled(self) -> bool:
+        """Every chat of this run idle (or holding, for the bypass chat) for a moment:
+        whatever was written to them has been read and written down."""
+        time.sleep(0.15)
+        return all(
+            chat.entry().get("status") in ("idle", "waiting")
+            for kind, chat in self.fleet.chats.items()
+            if kind in self.frame_starts
+        )
+
+
+# --- instrumenting the code under test -------------------------------------------------
+
+
+def instrument(monkeypatch: pytest.MonkeyPatch, world: World) -> None:
+    """Stage and operation markers, and the recorder around every ledger write."""
+
+    def staged(cls: type, name: str, stage: str) -> None:
+        original = getattr(cls, name)
+
+        @functools.wraps(original)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            token = STAGE.set(stage)
+            try:
+                return original(*args, **kwargs)
+            finally:
+                STAGE.reset(token)
+
+        monkeypatch.setattr(cls, name, wrapper)
+
+    for name in ("deliver", "observe", "verdict"):
+        staged(ClaudeAdapter, name, name)
+    staged(Coordinator, "refresh_statuses", "statuses")
+    staged(Coordinator, "sweep_obligations", "obligations")
+    staged(Coordinator, "cancel_stale", "stale")
+
+    host_cls = type(world.host)
+    original_call = host_cls.call
+
+    def call(self: Host, op: str, **args: Any) -> Any:
+        SEEN_OPS[op] += 1
+        token = OP.set(op)
+        try:
+            return original_call(self, op, **args)
+        finally:
+            OP.reset(token)
+
+    monkeypatch.setattr(host_cls, "call", call)
+
+    original_command = commands.CommandBase._command
+
+    def command(self: Any, name: str, key: str, args: dict[str, Any], body: Any) -> Any:
+        SEEN_COMMANDS[name] += 1
+        return world.recorder.around(name, lambda: original_command(self, name, key, args, body))
+
+    monkeypatch.setattr(commands.CommandBase, "_command", command)
+    original_cursor = DeliveryCommands.advance_cursor
+
+    def advance_cursor(self: Any, outbox_id: str, offset: int) -> None:
+        SEEN_COMMANDS["advance_cursor"] += 1
+        world.recorder.around("advance_cursor", lambda: original_cursor(self, outbox_id, offset))
+
+    monkeypatch.setattr(DeliveryCommands, "advance_cursor", advance_cursor)
+
+
+@contextmanager
+def quick_busy_timeout(world: World) -> Iterator[None]:
+    """A short busy timeout, so a lock held elsewhere fails the command at once."""
+    world.db.execute_sql("PRAGMA busy_timeout = 50")
+    try:
+        yield
+    finally:
+        world.db.execute_sql("PRAGMA busy_timeout = 15000")
+
+
+@contextmanager
+def write_lock(ledger: Path) -> Iterator[None]:
+    """Another connection holding the ledger's write lock: a real SQLITE_BUSY."""
+    other = sqlite3.connect(ledger, timeout=30, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+
+
+def tempdir(prefix: str) -> Path:
+    return Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
