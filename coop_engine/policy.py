@@ -37,12 +37,15 @@ def _unknown(why: str, dialog_expiry: str = DEFAULT_DIALOG_EXPIRY) -> dict[str, 
     }
 
 
-def _explicit(source: dict[str, Any]) -> str | None:
+def _explicit(source: dict[str, Any], name: str) -> str | None:
     value = source["value"].get("crossSessionInbound")
     if value is None:
         return None
-    # An invalid value counts as hold: the safe reading of a setting nobody understands.
-    return value if value in VERDICTS else "hold"
+    if value in VERDICTS:
+        return str(value)
+    # An invalid value holds (the receiver warns and holds every frame), except in user
+    # settings, where Claude Code 2.1.328 ignores it (tests/real_claude/OBSERVED.md 1.6).
+    return None if name == "user" else "hold"
 
 
 def _dialog_expiry(inputs: dict[str, Any]) -> str:
@@ -82,7 +85,7 @@ def inbound_policy(inputs: dict[str, Any]) -> dict[str, Any]:
     label = PARITY
     for name, source_label in EXPLICIT_SOURCES:
         source = inputs.get(name)
-        if source and (value := _explicit(source)):
+        if source and (value := _explicit(source, name)):
             verdict, label = value, source_label
             break
     mode = _mode(inputs)
@@ -95,7 +98,7 @@ def inbound_policy(inputs: dict[str, Any]) -> dict[str, Any]:
         verdict = "hold" if mode == BYPASS else "accept"
     for name, source_label in TIGHTENING_SOURCES:
         source = inputs.get(name)
-        value = _explicit(source) if source else None
+        value = _explicit(source, name) if source else None
         if value is None:
             continue
         stricter = STRICTNESS[value] > STRICTNESS[verdict]

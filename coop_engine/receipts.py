@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -214,7 +215,27 @@ def _squash(text: str) -> str:
     return " ".join(text.split())
 
 
+# Claude Code 2.1.328 takes these out of a preview (read from its binary): brackets and
+# quotes of every kind, the minus sign, bracket pieces and box drawing, and every dash
+# but "-". "Second attempt: ... (id) was not delivered (reason)." shows without brackets.
+_UNSHOWN_CATEGORIES = ("Ps", "Pe", "Pi", "Pf")
+_UNSHOWN = re.compile(
+    "[\"'\u2212\u02f9-\u02fc\u230c-\u230f\u231c-\u231f\u239b-\u23cc\u23dc-\u23e1"
+    "\u2e00-\u2e0d\u2e1c\u2e1d\u2500-\u257f]"
+)
+
+
+def _as_previewed(text: str) -> str:
+    return "".join(
+        ch
+        for ch in _UNSHOWN.sub("", text)
+        if unicodedata.category(ch) not in _UNSHOWN_CATEGORIES
+        and (ch == "-" or unicodedata.category(ch) != "Pd")
+    )
+
+
 def preview_matches(preview: str, text: str) -> bool:
-    """Whether a held notice's preview is the beginning of this envelope's text."""
-    shown = _squash(preview.rstrip("…").rstrip(".").rstrip())
-    return bool(shown) and _squash(text).startswith(shown)
+    """Whether a held notice's preview is the beginning of this envelope's text, as the
+    receiver shows it."""
+    shown = _squash(_as_previewed(preview.rstrip("…").rstrip(".").rstrip()))
+    return bool(shown) and _squash(_as_previewed(text)).startswith(shown)

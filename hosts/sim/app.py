@@ -1,8 +1,8 @@
 """Start-up and shutdown of one simulated chat process.
 
-Order, as the real chat does it: registry entry first (no socket, no status yet), then
-the inbox, then the entry again with ``messagingSocketPath`` and ``status``. Only then
-the one ready line on stdout. SIGTERM/SIGINT/SIGHUP remove the entry, its key and the
+Order, as the real chat does it: the inbox first, then the registry entry naming it
+(no status yet), then the entry again with ``status``. Only then the one ready line on
+stdout. SIGTERM/SIGINT/SIGHUP remove the entry, its key and the
 socket; SIGKILL leaves them, like a crashed chat. SIGUSR1 is the user pressing Deliver
 on held messages; SIGUSR2 is the user typing a prompt that runs tool calls.
 """
@@ -68,6 +68,7 @@ def _derived_name(cwd: str, session_id: str) -> str:
 
 
 def _registry_fields(opts: ChatOptions, cwd: str) -> dict[str, Any]:
+    """The first entry, keys in the real chat's order."""
     started = now_ms()
     fields: dict[str, Any] = {
         "pid": os.getpid(),
@@ -84,15 +85,18 @@ def _registry_fields(opts: ChatOptions, cwd: str) -> dict[str, Any]:
         "peerFeatures": list(PEER_FEATURES),
         "kind": "interactive",
         "entrypoint": "cli",
-        "name": opts.name or _derived_name(cwd, opts.session_id),
-        "nameSource": "user" if opts.name else "derived",
         "pidDomain": pid_domain(),
-        "nameSince": started,
-        "asksForConvertedSkills": False,
+        "asksForConvertedSkills": None,
     }
     tmux = tmux_location()
     if tmux is not None:
         fields["tmux"] = tmux
+    fields |= {
+        "messagingSocketPath": str(opts.socket_path),
+        "name": opts.name or _derived_name(cwd, opts.session_id),
+        "nameSource": "user" if opts.name else "derived",
+        "nameSince": started,
+    }
     return fields
 
 
@@ -111,15 +115,15 @@ async def _run(opts: ChatOptions) -> int:
     loop.add_signal_handler(signal.SIGUSR1, chat.deliver_held)
     loop.add_signal_handler(signal.SIGUSR2, chat.start_busy_turn)
     try:
-        registry.publish()
         await inbox.start()
+        registry.publish()
         if opts.history:
             chat.write_history()
         if opts.busy:
             chat.start_busy_turn()
         for command in opts.run:
             chat.run_command(command)
-        registry.update(messagingSocketPath=str(opts.socket_path), status=chat.status())
+        registry.update(status=chat.status())
         ready = {
             "ready": True,
             "pid": os.getpid(),

@@ -1,9 +1,12 @@
-"""The chat itself: inbound judgement, held frames, duplicates, and the turns it runs.
+"""The chat itself: inbound judgement, held frames, admission, and the turns it runs.
 
 One asyncio loop drives everything, so the registry and transcript are only ever
-written from one place at a time. A turn is either a peer message to an idle chat
-(shape 1: a new turn) or a human-started turn with tool calls, which absorbs peer
-messages at its tool-call boundaries (shape 2: a queued_command attachment).
+written from one place at a time. A turn is either peer messages to an idle chat
+(shape 1: every message queued when the turn starts joins it, one user entry each), or
+a human-started turn with tool calls, which absorbs peer messages at its tool-call
+boundaries (shape 2: a queued_command attachment). What is written, and in which order,
+follows the real receiver (tests/real_claude/OBSERVED.md), quirks included: messages
+queued behind a running turn are dequeued before that turn's final is written.
 """
 
 from __future__ import annotations
@@ -18,24 +21,31 @@ from dataclasses import dataclass
 from typing import Any
 
 from hosts.sim import replies
+from hosts.sim.admission import Admission
 from hosts.sim.inbox import Frame
 from hosts.sim.options import ChatOptions
 from hosts.sim.registry import Registry
 from hosts.sim.settings import Verdict, judge, load_layers
-from hosts.sim.transcript import Transcript, new_id
+from hosts.sim.transcript import Transcript, new_id, timestamp
 
-DUPLICATE_SECONDS = 30.0
 QUEUE_CAP = 50
 WAITING_FOR = "permission prompt"
+POLICY_POLL_SECONDS = 0.2
+# The real chat takes a queued message about 30 ms after it arrives; whatever arrives
+# meanwhile joins the same turn.
+QUEUE_LATENCY_SECONDS = 0.03
 
 
 @dataclass
 class PeerItem:
-    """An accepted peer message waiting for a turn: its recorded content and queue id."""
+    """An accepted peer message waiting for a turn, with the ids the receiver minted."""
 
     frame: Frame
-    content: str
     command_uuid: str
+    delivery_id: str
+    enqueued_at: str
+    dequeued: bool = False
+    notice: str | None = None  # a "Released ..." notice, written when it is taken
 
 
 class HumanTurn:
@@ -51,11 +61,15 @@ class CommandTurn:
 
 @dataclass
 class Held:
-    """A frame parked behind the approval dialog (or for review)."""
+    """A frame parked behind the approval dialog, or by a settings file's hold."""
 
     frame: Frame
     verdict: Verdict
     timer: asyncio.TimerHandle | None = None
+
+
+def _tag(frame: Frame) -> str:
+    return f"frame {frame.msg_id or '(no msg_id)'}"
 
 
 class Chat:
@@ -74,17 +88,21 @@ class Chat:
         self.transcript = transcript
         self.mode = mode
         self.note = note
+        self.admission = Admission(opts.time_scale)
         self._queue: deque[PeerItem | HumanTurn | CommandTurn] = deque()
         self._held: list[Held] = []
-        self._seen: dict[tuple[str, str], float] = {}
         self._running = False
         self._wake = asyncio.Event()
+        self._watcher: asyncio.Task[None] | None = None
+        self._turns = 0
+        self._typed = 0
 
     # --- status -------------------------------------------------------------------------
 
     def status(self) -> str:
-        """waiting while a frame is held, busy while a turn runs or waits, else idle."""
-        if self._held:
+        """waiting while the approval dialog is open, busy while a turn runs or waits,
+        else idle. A hold a settings file asked for opens no dialog."""
+        if any(held.verdict.dialog for held in self._held):
             return "waiting"
         return "busy" if self._running or self._queue else "idle"
 
@@ -100,75 +118,92 @@ class Chat:
 
     def receive(self, frame: Frame) -> None:
         """Judge one well-formed frame: drop, hold, or accept it."""
-        tag = f"frame {frame.msg_id}"
+        tag = _tag(frame)
         if frame.session_id != self.opts.session_id:
             self.note(f"{tag}: dropped: session_id is not this chat's")
-            return
-        if self._duplicate(frame):
-            self.note(f"{tag}: dropped: duplicate body from {frame.sender}")
-            return
-        if len(self._held) + sum(isinstance(i, PeerItem) for i in self._queue) >= QUEUE_CAP:
-            self.note(f"{tag}: dropped: inbox queue full")
             return
         verdict = judge(load_layers(self.opts), self.mode, time_scale=self.opts.time_scale)
         if verdict.action == "hold":
             self._hold(frame, verdict)
-        elif verdict.action == "accept":
+        elif verdict.action == "accept" and self._admit(frame):
+            if self.opts.lose_frames:
+                self.note(f"{tag}: lost (--lose-frames)")
+                return
             self._accept(frame)
         # Noted after acting, so whoever reads the note finds the effect already written.
         self.note(f"{tag}: {verdict.action} ({verdict.source})")
 
-    def _duplicate(self, frame: Frame) -> bool:
-        """True when the same sender sent the same body within the duplicate window."""
-        now = time.monotonic()
-        window = DUPLICATE_SECONDS * self.opts.time_scale
-        self._seen = {k: t for k, t in self._seen.items() if now - t < window}
-        key = (frame.sender, frame.text)
-        if key in self._seen:
+    def _admit(self, frame: Frame) -> bool:
+        """Loop protection and the queue's cap; a dropped frame leaves a notice."""
+        key = f"from:{frame.sender}" if frame.sender != "unknown" else f"pid:{frame.peer_pid}"
+        reason = self.admission.admit(key, frame.text)
+        if reason is None and self._undelivered() >= QUEUE_CAP:
+            reason = "queue-full"
+        if reason is None:
             return True
-        self._seen[key] = now
+        self.transcript.notice(replies.dropped_notice(frame.sender, reason))
+        self.note(f"{_tag(frame)}: dropped: {reason} from {frame.sender}")
         return False
 
-    def _accept(self, frame: Frame) -> None:
-        if self.opts.lose_frames:
-            self.note(f"frame {frame.msg_id}: lost (--lose-frames)")
-            return
-        content = replies.wrap_peer_message(frame.sender, frame.text)
+    def _undelivered(self) -> int:
+        return len(self._held) + sum(isinstance(i, PeerItem) for i in self._queue)
+
+    def _accept(self, frame: Frame, notice: str | None = None) -> None:
+        self.transcript.queue_operation("enqueue", content=frame.text)
         # The frame's uuid survives only on a host-named socket; otherwise the receiver
         # mints the id its queue, prompt entry and attachment use.
         command_uuid = new_id()
         if self.opts.host_socket_path is not None and frame.uuid is not None:
             command_uuid = frame.uuid
-        self.transcript.queue_operation("enqueue", content=content, commandUuid=command_uuid)
-        self._queue.append(PeerItem(frame, content, command_uuid))
+        self._queue.append(PeerItem(frame, command_uuid, new_id(), timestamp(), notice=notice))
         self._wake.set()
         self.refresh_status()
 
     def _hold(self, frame: Frame, verdict: Verdict) -> None:
-        if self.opts.held_notice:
-            notice = replies.held_notice(frame.sender, frame.text, verdict.expires_after)
-            self.transcript.system("informational", level="warning", content=notice)
         held = Held(frame, verdict)
-        if verdict.expires_after is not None:
+        self._held.append(held)
+        if self.opts.held_notice:
+            cause = verdict.cause or "explicit-setting"
+            count = len(self._held)
+            text = replies.held_notice(frame.sender, frame.peer_pid, frame.text, count, cause)
+            self.transcript.notice(text)
+        if verdict.dialog and verdict.expires_after is not None:
             loop = asyncio.get_running_loop()
             held.timer = loop.call_later(verdict.expires_after, self._expire, held)
-        self._held.append(held)
+        if self._watcher is None or self._watcher.done():
+            self._watcher = asyncio.get_running_loop().create_task(self._watch_policy())
         self.refresh_status()
 
     def _expire(self, held: Held) -> None:
+        """The dialog expired: the frame is dropped and nothing is written."""
         if held in self._held:
             self._held.remove(held)
-            self.note(f"frame {held.frame.msg_id}: held frame expired and was dropped")
+            self.note(f"{_tag(held.frame)}: held frame expired and was dropped")
             self.refresh_status()
 
+    async def _watch_policy(self) -> None:
+        """Held frames go on as soon as the settings accept (the real chat watches its
+        settings files)."""
+        while self._held:
+            await asyncio.sleep(POLICY_POLL_SECONDS)
+            verdict = judge(load_layers(self.opts), self.mode, time_scale=self.opts.time_scale)
+            if verdict.action == "accept" and self._held:
+                self._release(list(self._held), "policy")
+
     def deliver_held(self) -> None:
-        """The user chose Deliver: every held frame goes on as if it had been accepted."""
-        held, self._held = self._held, []
-        for item in held:
+        """The user chose Deliver in the approval dialog: its frames go on."""
+        self._release([held for held in self._held if held.verdict.dialog], "approved")
+
+    def _release(self, items: list[Held], why: str) -> None:
+        if not items:
+            return
+        notice = replies.released_notice(len(items), why)
+        for index, item in enumerate(items):
+            self._held.remove(item)
             if item.timer is not None:
                 item.timer.cancel()
-            self.note(f"frame {item.frame.msg_id}: delivered by the user")
-            self._accept(item.frame)
+            self.note(f"{_tag(item.frame)}: released ({why})")
+            self._accept(item.frame, notice if index == 0 else None)
         self.refresh_status()
 
     def start_busy_turn(self) -> None:
@@ -190,30 +225,58 @@ class Chat:
         """Run queued turns one after another, for ever."""
         while True:
             await self._wake.wait()
+            await asyncio.sleep(QUEUE_LATENCY_SECONDS)
             self._wake.clear()
             while self._queue:
-                item = self._queue.popleft()
                 self._running = True
                 self.refresh_status()
                 try:
-                    if isinstance(item, HumanTurn):
-                        await self._tool_turn()
-                    elif isinstance(item, CommandTurn):
-                        await self._command_turn(item.command)
-                    else:
-                        await self._peer_turn(item)
+                    await self._next_turn()
                 except Exception as exc:  # a broken turn must not end the chat
                     self.note(f"turn failed: {exc!r}")
                 finally:
                     self._running = False
             self.refresh_status()
 
+    async def _next_turn(self) -> None:
+        if isinstance(self._queue[0], PeerItem):
+            await self._peer_turn(self._take_peers())
+            return
+        item = self._queue.popleft()
+        if isinstance(item, CommandTurn):
+            await self._command_turn(item.command)
+        else:
+            await self._tool_turn()
+
+    def _take_peers(self) -> list[PeerItem]:
+        """Every peer message at the head of the queue: they start one turn together."""
+        batch: list[PeerItem] = []
+        while self._queue and isinstance(self._queue[0], PeerItem):
+            item = self._queue.popleft()
+            assert isinstance(item, PeerItem)
+            batch.append(item)
+        return batch
+
+    def _dequeue(self, items: list[PeerItem]) -> None:
+        for item in items:
+            if not item.dequeued:
+                self.transcript.queue_operation("dequeue")
+                item.dequeued = True
+
+    def _position(self, typed: bool) -> dict[str, int]:
+        self._turns += 1
+        self._typed += typed
+        return {"promptIndex": self._typed, "turnIndex": self._turns}
+
+    def _begin(self) -> None:
+        self.transcript.prompt_id = new_id()
+
     def write_history(self) -> None:
         """A first, human-typed turn, as an already-used chat has."""
         started = time.monotonic()
-        self.transcript.typed_prompt(replies.HUMAN_HISTORY_PROMPT)
-        self.transcript.assistant([{"type": "text", "text": replies.HISTORY_FINAL}])
-        self._turn_duration(started, 2)
+        self._begin()
+        self.transcript.typed_prompt(replies.HUMAN_HISTORY_PROMPT, self._position(True))
+        self._final(replies.HISTORY_FINAL, started, 2)
 
     def _origin(self, frame: Frame) -> dict[str, Any]:
         origin: dict[str, Any] = {"kind": "peer", "from": frame.sender}
@@ -221,22 +284,31 @@ class Chat:
             origin["verifiedPeerPid"] = frame.peer_pid
         if frame.peer_start is not None:
             origin["verifiedPeerProcStart"] = frame.peer_start
-        origin["msg_id"] = frame.msg_id
+        if frame.msg_id is not None:
+            origin["msg_id"] = frame.msg_id
         return origin
 
-    async def _peer_turn(self, item: PeerItem) -> None:
+    async def _peer_turn(self, batch: list[PeerItem]) -> None:
         started = time.monotonic()
-        self.transcript.queue_operation("dequeue", commandUuid=item.command_uuid)
-        self.transcript.peer_prompt(item.content, self._origin(item.frame), item.command_uuid)
-        self.note(f"frame {item.frame.msg_id}: started a turn")
+        self._dequeue(batch)
+        for item in batch:
+            if item.notice:
+                self.transcript.notice(item.notice)
+        self._begin()
+        position = self._position(False)
+        for item in batch:
+            content = replies.wrap_peer_message(item.frame.text)
+            origin = self._origin(item.frame)
+            self.transcript.peer_prompt(content, origin, item.command_uuid, dict(position))
+            self.note(f"{_tag(item.frame)}: started a turn")
         await asyncio.sleep(self.opts.think)
-        text = replies.answer([item.frame.text], self.opts.answer)
-        self.transcript.assistant([{"type": "text", "text": text}])
-        self._turn_duration(started, 2)
+        text = replies.answer([item.frame.text for item in batch], self.opts.answer)
+        self._final(text, started, len(batch) + 1)
 
     async def _tool_turn(self) -> None:
         started = time.monotonic()
-        self.transcript.typed_prompt(replies.HUMAN_BUSY_PROMPT)
+        self._begin()
+        self.transcript.typed_prompt(replies.HUMAN_BUSY_PROMPT, self._position(True))
         absorbed: list[str] = []
         calls = after_absorb = 0
         messages = 1
@@ -244,26 +316,24 @@ class Chat:
             command, output = replies.TOOL_SCRIPT[calls % len(replies.TOOL_SCRIPT)]
             tool_id = "toolu_" + uuid.uuid4().hex[:24]
             use = {"type": "tool_use", "id": tool_id, "name": "Bash", "input": {"command": command}}
-            self.transcript.assistant([use])
+            use_entry = self.transcript.assistant([use])
             await asyncio.sleep(self.opts.tool_interval)
             # The tool call's boundary: queued peer messages join the turn here.
-            newly = self._absorb()
+            newly = self._absorb(tool_id, output, use_entry)
             absorbed += newly
             after_absorb = 0 if newly else after_absorb + 1
-            self.transcript.tool_result(tool_id, output)
             calls += 1
             messages += 2 + len(newly)
         await asyncio.sleep(self.opts.think)
-        final = replies.busy_final(absorbed, self.opts.answer)
-        self.transcript.assistant([{"type": "text", "text": final}])
-        self._turn_duration(started, messages + 1)
+        self._final(replies.busy_final(absorbed, self.opts.answer), started, messages + 1)
 
     async def _command_turn(self, command: str) -> None:
         started = time.monotonic()
-        self.transcript.typed_prompt(f"Please run: {command}")
+        self._begin()
+        self.transcript.typed_prompt(f"Please run: {command}", self._position(True))
         tool_id = "toolu_" + uuid.uuid4().hex[:24]
         use = {"type": "tool_use", "id": tool_id, "name": "Bash", "input": {"command": command}}
-        self.transcript.assistant([use])
+        use_entry = self.transcript.assistant([use])
         env = {**os.environ, "CLAUDE_CODE_MESSAGING_SOCKET": str(self.opts.socket_path)}
         child = await asyncio.create_subprocess_shell(
             command,
@@ -274,28 +344,53 @@ class Chat:
         )
         output, _ = await child.communicate()
         self.note(f"ran {command!r}: exit {child.returncode}")
-        self.transcript.tool_result(tool_id, output.decode("utf-8", "replace"))
+        self.transcript.tool_result(tool_id, output.decode("utf-8", "replace"), use_entry)
         await asyncio.sleep(self.opts.think)
-        self.transcript.assistant([{"type": "text", "text": f"Ran it (exit {child.returncode})."}])
-        self._turn_duration(started, 4)
+        self._final(f"Ran it (exit {child.returncode}).", started, 4)
 
     def _turn_done(self, started: float, absorbed: list[str], after_absorb: int) -> bool:
         # An absorbed message gets a couple more tool calls before the turn can end.
         elapsed = time.monotonic() - started
         return elapsed >= self.opts.busy_seconds and (not absorbed or after_absorb >= 2)
 
-    def _absorb(self) -> list[str]:
-        """Join every queued peer message to the running turn; returns their texts."""
+    def _absorb(self, tool_id: str, output: str, use_entry: str) -> list[str]:
+        """End a tool call, joining every queued peer message to the running turn:
+        `remove` records, the tool's result, then one attachment each. Returns their
+        texts."""
         peers = [i for i in self._queue if isinstance(i, PeerItem)]
         self._queue = deque(i for i in self._queue if not isinstance(i, PeerItem))
         for item in peers:
+            if item.notice:
+                self.transcript.notice(item.notice)
             self.transcript.queue_operation(
-                "remove", reason="absorbed_mid_turn", commandUuid=item.command_uuid
+                "remove",
+                content=item.frame.text,
+                reason="absorbed_mid_turn",
+                commandUuid=item.command_uuid,
+                deliveryId=item.delivery_id,
             )
-            self.transcript.absorbed(item.content, self._origin(item.frame), item.command_uuid)
-            self.note(f"frame {item.frame.msg_id}: absorbed mid-turn")
+        self.transcript.tool_result(tool_id, output, use_entry)
+        for item in peers:
+            self.transcript.absorbed(
+                item.frame.text,
+                replies.absorbed_rendering(item.frame.text),
+                self._origin(item.frame),
+                item.command_uuid,
+                item.delivery_id,
+                item.enqueued_at,
+            )
+            self.note(f"{_tag(item.frame)}: absorbed mid-turn")
         return [item.frame.text for item in peers]
 
-    def _turn_duration(self, started: float, messages: int) -> None:
+    def _final(self, text: str, started: float, messages: int) -> None:
+        """The turn's final and its turn_duration. Peer messages queued meanwhile are
+        dequeued first: the real chat writes their dequeue before the final."""
+        leading: list[PeerItem] = []
+        for item in self._queue:
+            if not isinstance(item, PeerItem):
+                break
+            leading.append(item)
+        self._dequeue(leading)
+        self.transcript.assistant([{"type": "text", "text": text}])
         duration = int((time.monotonic() - started) * 1000)
         self.transcript.system("turn_duration", durationMs=duration, messageCount=messages)

@@ -34,7 +34,7 @@ class Frame:
     """A well-formed frame, with what the socket proved about its sender."""
 
     session_id: str
-    msg_id: str
+    msg_id: str | None  # None when the frame's msg_id is not a UUID
     uuid: str | None
     sender: str
     text: str
@@ -45,9 +45,11 @@ class Frame:
 def parse_frame(raw: bytes, pid: int | None = None, start: str | None = None) -> Frame:
     """Check one line against the frame rules; raises FrameRejected with the reason.
 
-    The rules: a JSON object of type "user", a string session_id, msg_id a UUID,
-    message.content a non-empty string, and a non-empty sender in "from". The frame's
-    own uuid is kept only when it is a UUID (the caller decides whether to use it).
+    The rules: a JSON object of type "user", a string session_id, and message.content a
+    non-empty string. As the real receiver does, a msg_id that is not a UUID is dropped
+    from the frame (not the frame itself), and a frame without a sender in "from" comes
+    from "unknown". The frame's own uuid is kept only when it is a UUID (the caller
+    decides whether to use it).
     """
     try:
         data = json.loads(raw.decode("utf-8"))
@@ -62,20 +64,18 @@ def parse_frame(raw: bytes, pid: int | None = None, start: str | None = None) ->
     session_id = data.get("session_id")
     if not isinstance(session_id, str):
         raise FrameRejected("no session_id")
-    msg_id = data.get("msg_id")
-    if not is_uuid(msg_id):
-        raise FrameRejected("msg_id is not a UUID")
     message = data.get("message")
     content = message.get("content") if isinstance(message, dict) else None
     if not isinstance(content, str) or not content:
         raise FrameRejected("message.content is not a non-empty string")
+    msg_id = data.get("msg_id")
     sender = data.get("from")
     if not isinstance(sender, str) or not sender:
-        raise FrameRejected("no sender in from")
+        sender = "unknown"
     frame_uuid = data.get("uuid")
     return Frame(
         session_id=session_id,
-        msg_id=str(msg_id),
+        msg_id=str(msg_id) if is_uuid(msg_id) else None,
         uuid=frame_uuid if is_uuid(frame_uuid) else None,
         sender=sender,
         text=content,

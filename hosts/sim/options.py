@@ -78,11 +78,14 @@ def is_uuid(value: object) -> bool:
 
 
 def default_socket_dir() -> Path:
-    """``$XDG_RUNTIME_DIR/cc-socks``, else ``<tempdir>/cc-socks-<uid>``."""
+    """Where the real chat binds its inbox: ``$XDG_RUNTIME_DIR/cc-socks``, else
+    ``<tempdir>/cc-socks``; when a socket path there could exceed 103 bytes,
+    ``/tmp/cc-socks-<uid>``."""
     runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime:
-        return Path(runtime) / "cc-socks"
-    return Path(tempfile.gettempdir()) / f"cc-socks-{os.getuid()}"
+    folder = Path(runtime or tempfile.gettempdir()) / "cc-socks"
+    if len(os.fsencode(str(folder / "4194304.sock"))) > 103:
+        return Path(f"/tmp/cc-socks-{os.getuid()}")
+    return folder
 
 
 def default_managed_dir() -> Path:

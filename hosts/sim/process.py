@@ -73,13 +73,18 @@ def peer_pid(sock: SocketLike) -> int | None:
 def pid_domain() -> str:
     """A name for the pid namespace this chat's pid belongs to.
 
-    Two chats whose pids can be compared share this value; on Linux it is the pid
-    namespace link, elsewhere the host name.
+    Two chats whose pids can be compared share this value; on Linux, as the real chat
+    writes it, ``linux:<machine id>:<pid namespace link>``; elsewhere the host name.
     """
     try:
-        return os.readlink("/proc/self/ns/pid")
+        namespace = os.readlink("/proc/self/ns/pid")
     except OSError:
         return "host:" + socket.gethostname()
+    try:
+        machine = Path("/etc/machine-id").read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        machine = socket.gethostname()
+    return f"linux:{machine}:{namespace}"
 
 
 def tmux_location() -> str | None:

@@ -47,14 +47,18 @@ class Registry:
         self.fields = dict(fields)
 
     def publish(self) -> None:
-        """Write the first entry and the key file beside it."""
+        """Write the key file (the chat's peer token, 0600), then the first entry."""
         make_private_dir(self.folder)
-        secret = secrets.token_hex(32)
-        digest = hashlib.sha256(secret.encode()).hexdigest()
+        token = secrets.token_hex(16)
+        digest = hashlib.sha256(token.encode()).hexdigest()
         self.key_path = self.folder / f"{self.path.stem}.{digest}.key"
+        key = {"peerToken": token}
+        key |= {
+            name: self.fields[name] for name in ("procStart", "pidDomain") if name in self.fields
+        }
         fd = os.open(self.key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            os.write(fd, secret.encode())
+            os.write(fd, json.dumps(key, separators=(",", ":")).encode())
         finally:
             os.close(fd)
         os.chmod(self.key_path, 0o600)
@@ -73,9 +77,9 @@ class Registry:
                 self.fields.pop(key, None)
             else:
                 self.fields[key] = value
+        self.fields["updatedAt"] = stamp
         if status_changed:
             self.fields["statusUpdatedAt"] = stamp
-        self.fields["updatedAt"] = stamp
         self._write()
 
     def _write(self) -> None:

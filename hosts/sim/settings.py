@@ -8,7 +8,11 @@ real chat picks up edited settings without a restart.
 ``crossSessionInbound``: the first explicit value from managed, flag or user settings
 decides; the project files can only tighten that verdict (a repository must not be able
 to open a chat's door). ``dialogExpiry`` is never taken from project files. Without an
-explicit value the verdict is permission-mode parity.
+explicit value the verdict is permission-mode parity. An unrecognised value is ignored
+in user settings and holds everywhere else (measured: see tests/real_claude/OBSERVED.md).
+
+Only a parity hold opens the approval dialog (registry ``waiting``) and expires with
+``dialogExpiry``; a hold a settings file asks for shows no dialog and never expires.
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ _STRICTNESS = {"accept": 0, "hold": 1, "refuse": 2}
 _EXPIRY_SECONDS: dict[str, float | None] = {"60s": 60.0, "5m": 300.0, "10m": 600.0, "never": None}
 DEFAULT_EXPIRY = "5m"
 DEFAULT_MODE = "auto"
+PARITY_CAUSE = "no-mode-asserted"
+INVALID = "invalid"
+_CAUSES = {"managed": "managed-setting", "project": "repo-setting", "local": "repo-setting"}
 
 
 @dataclass(frozen=True)
@@ -41,13 +48,21 @@ class Layer:
 class Verdict:
     """What the receiver does with a frame, and why.
 
-    ``expires_after`` (seconds, already time-scaled) is set only for a hold that the
-    approval dialog's expiry ends; None for a hold parked until the user decides.
+    ``cause`` names why a hold holds (the held notice's last sentence): no-mode-asserted
+    (parity), explicit-setting, managed-setting, repo-setting or invalid-setting.
+    ``expires_after`` (seconds, already time-scaled) is set only for a parity hold that
+    the approval dialog's expiry ends; None for a hold parked until the user decides.
     """
 
     action: str
     source: str
     expires_after: float | None = None
+    cause: str | None = None
+
+    @property
+    def dialog(self) -> bool:
+        """Whether this hold opens the approval dialog (registry ``waiting``)."""
+        return self.cause == PARITY_CAUSE
 
 
 def _note(message: str) -> None:
@@ -110,11 +125,21 @@ def load_layers(opts: ChatOptions) -> list[Layer]:
 
 
 def _inbound(layer: Layer) -> str | None:
-    """The layer's explicit crossSessionInbound; an unrecognised value counts as hold."""
+    """The layer's explicit crossSessionInbound, INVALID for an unrecognised value (which
+    user settings ignore), or None."""
     value = layer.data.get("crossSessionInbound")
     if value is None:
         return None
-    return value if value in _STRICTNESS else "hold"
+    if value in _STRICTNESS:
+        return str(value)
+    return None if layer.source == "user" else INVALID
+
+
+def _explicit(value: str, source: str) -> Verdict:
+    if value == INVALID:
+        return Verdict("hold", source, cause="invalid-setting")
+    cause = _CAUSES.get(source, "explicit-setting") if value == "hold" else None
+    return Verdict(value, source, cause=cause)
 
 
 def dialog_expiry(layers: list[Layer]) -> str:
@@ -143,14 +168,19 @@ def judge(layers: list[Layer], mode: str, *, time_scale: float) -> Verdict:
     for layer in layers:
         value = _inbound(layer) if layer.source in TRUSTED else None
         if value is not None:
-            verdict = Verdict(value, layer.source)
+            verdict = _explicit(value, layer.source)
             break
     if verdict is None:
         verdict = _parity(layers, mode, time_scale=time_scale)
     for layer in layers:
         value = _inbound(layer) if layer.source in PROJECT else None
-        if value is not None and _STRICTNESS[value] > _STRICTNESS[verdict.action]:
-            verdict = Verdict(value, layer.source)
+        if value is None:
+            continue
+        tighter = _explicit(value, layer.source)
+        stricter = _STRICTNESS[tighter.action] - _STRICTNESS[verdict.action]
+        # A repository's hold also replaces an equal parity hold: it has no dialog.
+        if stricter > 0 or (stricter == 0 and verdict.dialog):
+            verdict = tighter
     return verdict
 
 
@@ -163,4 +193,5 @@ def _parity(layers: list[Layer], mode: str, *, time_scale: float) -> Verdict:
         "hold",
         "permission-mode-parity",
         None if seconds is None else seconds * time_scale,
+        PARITY_CAUSE,
     )

@@ -1,9 +1,12 @@
 """The chat's transcript: ``<config>/projects/<escaped cwd>/<sessionId>.jsonl``.
 
 Every entry is one complete JSON line appended in a single write. Conversation entries
-(user, assistant, attachment, system) carry the usual envelope keys and chain through
-``parentUuid``; ``queue-operation`` and ``permission-mode`` records stand outside the
-chain, as in the real transcripts. The file does not exist until the first entry.
+(user, assistant, attachment, system) carry the keys Claude Code 2.1.328 writes on them
+and chain through ``parentUuid``; ``queue-operation``, ``mode`` and ``permission-mode``
+records stand outside the chain, as in the real transcripts. The file does not exist
+until the first entry, and starts with the ``mode`` and ``permission-mode`` records.
+The real chat's other bookkeeping records (api-request*, tools-used, atis-latch,
+last-prompt, context attachments, cost-state) are not written: Coop reads none of them.
 """
 
 from __future__ import annotations
@@ -71,20 +74,22 @@ class Transcript:
         self.path = config_dir / "projects" / project_folder_name(cwd) / f"{session_id}.jsonl"
         self.session_id = session_id
         self.mode = mode
-        self.envelope = {
-            "isSidechain": False,
+        self.common = {
             "userType": "external",
+            "entrypoint": "cli",
             "cwd": cwd,
             "sessionId": session_id,
             "version": VERSION,
             "gitBranch": git_branch,
-            "entrypoint": "cli",
         }
         self.last_uuid: str | None = None
+        self.prompt_id: str | None = None  # the running turn's prompt
+        self._answered = False  # the first assistant entry carries a classifier request id
 
     def _append(self, entry: dict[str, Any]) -> None:
         if not self.path.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._write({"type": "mode", "mode": "normal", "sessionId": self.session_id})
             first = {"type": "permission-mode", "permissionMode": self.mode}
             self._write({**first, "sessionId": self.session_id})
         self._write(entry)
@@ -98,12 +103,21 @@ class Transcript:
         finally:
             os.close(fd)
 
-    def chained(self, body: dict[str, Any], entry_id: str | None = None) -> str:
-        """Append a conversation entry after the previous one; returns its uuid."""
+    def chained(
+        self,
+        body: dict[str, Any],
+        entry_id: str | None = None,
+        at: str | None = None,
+        tail: dict[str, Any] | None = None,
+    ) -> str:
+        """Append a conversation entry after the previous one; returns its uuid. ``tail``
+        keys follow the uuid and timestamp, as the real entries order them."""
         entry_id = entry_id or new_id()
-        entry = {**self.envelope, "parentUuid": self.last_uuid, **body}
+        entry = {"parentUuid": self.last_uuid, "isSidechain": False, **body}
         entry["uuid"] = entry_id
-        entry["timestamp"] = timestamp()
+        entry["timestamp"] = at or timestamp()
+        entry.update(tail or {})
+        entry.update(self.common)
         self._append(entry)
         self.last_uuid = entry_id
         return entry_id
@@ -113,45 +127,65 @@ class Transcript:
         entry = {"type": "queue-operation", "operation": operation, "timestamp": timestamp()}
         self._append({**entry, "sessionId": self.session_id, **extra})
 
-    def typed_prompt(self, text: str) -> str:
+    def _prompt(
+        self, content: str, position: dict[str, int], origin: dict[str, Any], entry_id: str | None
+    ) -> str:
+        peer = origin.get("kind") == "peer"
+        body: dict[str, Any] = {
+            "promptId": self.prompt_id,
+            "type": "user",
+            "message": {"role": "user", "content": content},
+        }
+        if peer:
+            body["isMeta"] = True
+        tail: dict[str, Any] = {"permissionMode": self.mode, "origin": origin}
+        if peer:
+            tail |= {"promptSource": "system", "queueSkipSlashCommands": True}
+        else:
+            tail["promptSource"] = "typed"
+        tail |= {"turnOrigin": "peer" if peer else "human", "turnPosition": position}
+        if peer:
+            tail["queueSkipAttachments"] = True
+        return self.chained(body, entry_id, tail=tail)
+
+    def typed_prompt(self, text: str, position: dict[str, int]) -> str:
         """A prompt the human typed: the start of a turn."""
-        return self.chained(
-            {
-                "type": "user",
-                "permissionMode": self.mode,
-                "promptSource": "typed",
-                "origin": {"kind": "human"},
-                "message": {"role": "user", "content": text},
-            }
-        )
+        return self._prompt(text, position, {"kind": "human"}, None)
 
-    def peer_prompt(self, content: str, origin: dict[str, Any], entry_id: str) -> str:
-        """Shape 1: a peer message that starts a new turn."""
-        return self.chained(
-            {
-                "type": "user",
-                "isMeta": True,
-                "permissionMode": self.mode,
-                "promptSource": "system",
-                "turnOrigin": "peer",
-                "origin": origin,
-                "message": {"role": "user", "content": content},
-            },
-            entry_id,
-        )
+    def peer_prompt(
+        self, content: str, origin: dict[str, Any], entry_id: str, position: dict[str, int]
+    ) -> str:
+        """Shape 1: a peer message that starts a turn (or joins the batch starting one)."""
+        return self._prompt(content, position, origin, entry_id)
 
-    def absorbed(self, content: str, origin: dict[str, Any], command_uuid: str) -> str:
-        """Shape 2: a peer message absorbed by a running turn, as a queued_command."""
+    def absorbed(
+        self,
+        prompt: str,
+        rendered: str,
+        origin: dict[str, Any],
+        command_uuid: str,
+        delivery_id: str,
+        enqueued_at: str,
+    ) -> str:
+        """Shape 2: a peer message absorbed by a running turn, as a queued_command. Only
+        the attachment carries ``isMeta``; both timestamps are the enqueue time."""
         attachment = {
             "type": "queued_command",
-            "prompt": content,
+            "prompt": prompt,
             "source_uuid": command_uuid,
-            "origin": origin,
-            "isMeta": True,
+            "delivery_id": delivery_id,
             "commandMode": "prompt",
-            "timestamp": timestamp(),
+            "origin": origin,
+            "timestamp": enqueued_at,
+            "isMeta": True,
         }
-        return self.chained({"type": "attachment", "isMeta": True, "attachment": attachment})
+        tail = {
+            "rendered": [{"content": rendered}],
+            "renderedRole": "system",
+            "session_id": self.session_id,
+        }
+        body = {"attachment": attachment, "type": "attachment"}
+        return self.chained(body, at=enqueued_at, tail=tail)
 
     def assistant(self, content: list[dict[str, Any]]) -> str:
         """An assistant message (text or tool_use blocks); ``stop_reason`` stays null."""
@@ -162,18 +196,66 @@ class Transcript:
             "model": MODEL,
             "content": content,
             "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+            "stop_details": None,
         }
-        return self.chained(
-            {"type": "assistant", "requestId": "req_" + uuid.uuid4().hex[:24], "message": message}
-        )
+        body: dict[str, Any] = {"message": message}
+        if any(block.get("type") == "tool_use" for block in content):
+            body["toolInputStreamMs"] = 20
+        if not self._answered:
+            body["serverClassifierRequest"] = new_id()
+            self._answered = True
+        body |= {
+            "apiBlockIndex": 0,
+            "requestId": "req_" + uuid.uuid4().hex[:24],
+            "requestRef": new_id(),
+            "requestedModel": MODEL,
+            "promptCacheRequested": "5m",
+            "type": "assistant",
+        }
+        tail = {
+            "effort": "medium",
+            "perTurnEffort": "medium",
+            "madeBy": "model",
+            "session_id": self.session_id,
+        }
+        return self.chained(body, tail=tail)
 
-    def tool_result(self, tool_use_id: str, output: str) -> str:
-        """The user-side entry that returns a tool's output to the model."""
+    def tool_result(self, tool_use_id: str, output: str, tool_use: str) -> str:
+        """The user-side entry that returns a tool's output (of entry ``tool_use``)."""
         block = {"tool_use_id": tool_use_id, "type": "tool_result", "content": output}
-        return self.chained(
-            {"type": "user", "message": {"role": "user", "content": [{**block, "is_error": False}]}}
-        )
+        body = {
+            "promptId": self.prompt_id,
+            "type": "user",
+            "message": {"role": "user", "content": [{**block, "is_error": False}]},
+        }
+        tail = {
+            "toolUseResult": {
+                "stdout": output,
+                "stderr": "",
+                "interrupted": False,
+                "isImage": False,
+                "noOutputExpected": False,
+            },
+            "sandboxed": False,
+            "sourceToolAssistantUUID": tool_use,
+            "permissionDecision": {
+                "decision": "accept",
+                "source": "config",
+                "reasonType": "subcommandResults",
+            },
+            "session_id": self.session_id,
+        }
+        return self.chained(body, tail=tail)
 
     def system(self, subtype: str, **fields: Any) -> str:
-        """A ``type: system`` entry (informational notice, turn_duration, ...)."""
-        return self.chained({"type": "system", "subtype": subtype, "isMeta": False, **fields})
+        """A ``type: system`` entry: turn_duration (durationMs, messageCount) or an
+        informational notice (content, level)."""
+        level = fields.pop("level", None)
+        body = {"type": "system", "subtype": subtype, **fields, "isMeta": False}
+        return self.chained(body, tail={"level": level} if level else None)
+
+    def notice(self, content: str) -> str:
+        """A warning shown in the chat (held, released, dropped messages)."""
+        return self.system("informational", content=content, level="warning")

@@ -65,8 +65,8 @@ def test_repository_settings_only_tighten() -> None:
 
 
 def test_invalid_value_counts_as_hold() -> None:
-    got = inbound_policy(inputs(user=src(crossSessionInbound="sometimes")))
-    assert (got["verdict"], got["source"]) == ("hold", "user")
+    got = inbound_policy(inputs(flag=src(crossSessionInbound="sometimes")))
+    assert (got["verdict"], got["source"]) == ("hold", "settings-flag")
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,12 @@ def test_identical_body_from_the_same_sender_is_dropped_within_the_window(start_
     chat.wait_turn_end()
     again = chat.frame("Please review the importer.")
     chat.send(again)
-    chat.wait_note(f"frame {again['msg_id']}: dropped: duplicate body from cwkCoop")
+    chat.wait_note(f"frame {again['msg_id']}: dropped: duplicate from cwkCoop")
+    [notice] = chat.of_type(chat.transcript(), "system", "informational")
+    assert notice["level"] == "warning"
+    assert notice["content"] == (
+        "Dropped a peer message from cwkCoop: identical to the previous message from this sender."
+    )
     other_sender = chat.frame("Please review the importer.", sender="someoneElse")
     chat.send(other_sender)
     chat.wait_turn_end(2)
@@ -31,6 +36,32 @@ def test_identical_body_from_the_same_sender_is_dropped_within_the_window(start_
     assert not chat.peer_entries(lines, again["msg_id"])
     assert chat.peer_entries(lines, other_sender["msg_id"])
     assert chat.peer_entries(lines, later["msg_id"])
+
+
+def test_only_the_last_admitted_body_counts_as_a_duplicate(start_chat) -> None:
+    chat = start_chat()
+    bodies = ["Body A", "Body B", "Body A"]
+    frames = [chat.frame(body) for body in bodies]
+    for count, frame in enumerate(frames, start=1):
+        chat.send(frame)
+        chat.wait_turn_end(count)
+    lines = chat.transcript()
+    assert all(chat.peer_entries(lines, frame["msg_id"]) for frame in frames)
+    assert not chat.of_type(lines, "system", "informational")
+
+
+def test_a_sender_over_its_rate_limit_is_dropped_with_a_notice(start_chat) -> None:
+    chat = start_chat("--think", "0")
+    frames = [chat.frame(f"Message number {n}.") for n in range(31)]
+    chat.send(*frames)
+    chat.wait_note(f"frame {frames[30]['msg_id']}: dropped: rate-limited from cwkCoop")
+    notices = chat.wait_transcript(
+        lambda lines: bool(chat.of_type(lines, "system", "informational"))
+    )
+    [notice] = chat.of_type(notices, "system", "informational")
+    assert notice["content"] == (
+        "Dropped a peer message from cwkCoop: sender exceeded the peer message rate limit."
+    )
 
 
 def test_frame_for_another_session_is_dropped(start_chat) -> None:
@@ -46,11 +77,9 @@ def test_malformed_frames_and_rude_clients_never_stop_the_chat(start_chat, sim_h
     chat = start_chat("--frame-log", str(log))
     good = chat.frame("Still there?")
     bad_frames = [
-        {**good, "msg_id": "not-a-uuid"},
         {**good, "message": {"role": "user", "content": ""}},
         {**good, "message": "text"},
         {**good, "type": "assistant"},
-        {key: value for key, value in good.items() if key != "from"},
         {key: value for key, value in good.items() if key != "session_id"},
     ]
     raw = [b"garbage\n", b"\xff\xfe\n", b"[1, 2]\n", b"[" * 100000 + b"\n", b"\n"]
@@ -66,10 +95,8 @@ def test_malformed_frames_and_rude_clients_never_stop_the_chat(start_chat, sim_h
     lines = chat.wait_turn_end()
     assert [e["origin"]["msg_id"] for e in chat.of_type(lines, "user")] == [good["msg_id"]]
     for reason in (
-        "msg_id is not a UUID",
         "message.content is not a non-empty string",
         "type is not user",
-        "no sender in from",
         "no session_id",
         "not UTF-8",
         "not JSON",
@@ -81,6 +108,18 @@ def test_malformed_frames_and_rude_clients_never_stop_the_chat(start_chat, sim_h
     logged = log.read_bytes().split(b"\n")[:-1]
     assert logged[0] == json.dumps(bad_frames[0]).encode()
     assert json.loads(logged[-1])["msg_id"] == good["msg_id"]
+
+
+def test_a_frame_with_a_non_uuid_msg_id_or_no_sender_is_still_delivered(start_chat) -> None:
+    chat = start_chat()
+    odd_id = {**chat.frame("An id that is not a UUID."), "msg_id": "not-a-uuid"}
+    no_sender = {**chat.frame("A frame without a sender."), "from": None}
+    chat.send(odd_id, no_sender)
+    lines = chat.wait_turn_end()
+    first, second = chat.of_type(lines, "user")
+    assert "msg_id" not in first["origin"] and first["origin"]["from"] == "cwkCoop"
+    assert second["origin"]["from"] == "unknown"
+    assert second["origin"]["msg_id"] == no_sender["msg_id"]
 
 
 def test_a_silent_open_connection_does_not_block_other_senders(start_chat) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import time
 
@@ -24,16 +25,25 @@ def test_bypass_receiver_holds_with_notice_and_waiting_then_drops_after_dialog_e
     chat.send(frame)
     entry = chat.wait_status("waiting")
     assert entry["waitingFor"] == "permission prompt"
+    assert list(entry)[-1] == "waitingFor"
     lines = chat.transcript()
-    assert lines[0] == {
-        "type": "permission-mode",
-        "permissionMode": "bypassPermissions",
-        "sessionId": chat.session_id,
-    }
+    assert lines[:2] == [
+        {"type": "mode", "mode": "normal", "sessionId": chat.session_id},
+        {
+            "type": "permission-mode",
+            "permissionMode": "bypassPermissions",
+            "sessionId": chat.session_id,
+        },
+    ]
     [notice] = chat.of_type(lines, "system", "informational")
-    assert notice["level"] == "warning"
-    assert notice["content"].startswith("Held peer message — from cwkCoop")
-    assert "preview: «Coop invites you to todo #273" in notice["content"]
+    assert notice["level"] == "warning" and notice["isMeta"] is False
+    assert notice["parentUuid"] is None
+    assert notice["content"] == (
+        f"Held peer message \u2014 from an unidentified session [verified pid {os.getpid()}]; "
+        f"preview: \u00ab{INVITE}\u00bb \u2014 not delivered to Claude (1 held). The sender "
+        "did not attest its permission mode and this session bypasses prompts. Review it "
+        'below, or set "crossSessionInbound" to "accept".'
+    )
     assert not chat.peer_entries(lines, frame["msg_id"])
     assert not chat.of_type(lines, "user")
     chat.wait_note(f"frame {frame['msg_id']}: held frame expired")
@@ -41,6 +51,23 @@ def test_bypass_receiver_holds_with_notice_and_waiting_then_drops_after_dialog_e
     idle = chat.wait_status("idle")
     assert "waitingFor" not in idle
     assert chat.transcript() == lines  # dropping writes nothing
+
+
+def test_held_notice_previews_the_first_line_and_counts_what_is_held(start_chat) -> None:
+    chat = start_chat("--dangerously-skip-permissions")
+    long_line = "L" * 150 + " end"
+    chat.send(chat.frame(long_line))
+    chat.send(chat.frame(long_line))  # identical, yet held again: no duplicate check
+    chat.send(chat.frame("Second held.\nline two"))
+    notices = chat.wait_transcript(
+        lambda lines: len(chat.of_type(lines, "system", "informational")) == 3
+    )
+    contents = [n["content"] for n in chat.of_type(notices, "system", "informational")]
+    cut = "\u00ab" + "L" * 120 + "\u00bb \u2026[1 line, 154 chars total \u2014 expand to review"
+    assert cut in contents[0] and "(1 held)" in contents[0]
+    assert cut in contents[1] and "(2 held)" in contents[1]
+    assert "\u00abSecond held.\u00bb \u2026[2 lines, 21 chars total" in contents[2]
+    assert "(3 held)" in contents[2]
 
 
 def test_older_desktop_build_holds_without_writing_anything(start_chat) -> None:
@@ -60,7 +87,19 @@ def test_deliver_signal_releases_held_frames_as_normal_peer_entries(start_chat) 
     [entry] = chat.peer_entries(lines, frame["msg_id"])
     assert entry["type"] == "user" and entry["permissionMode"] == "bypassPermissions"
     kinds = [e.get("subtype") or e.get("operation") or e["type"] for e in lines]
-    assert kinds.index("informational") < kinds.index("enqueue") < kinds.index("user")
+    assert kinds[2:] == [
+        "informational",
+        "enqueue",
+        "dequeue",
+        "informational",
+        "user",
+        "assistant",
+        "turn_duration",
+    ]
+    released = chat.of_type(lines, "system", "informational")[1]
+    assert released["content"] == (
+        "Released 1 held cross-session message to Claude's queue (you approved it)."
+    )
     assert chat.finals(lines) == ["I will take it. COOP_ACCEPT n7Qk2xVb9"]
     assert "waitingFor" not in chat.wait_status("idle")
 
@@ -83,18 +122,24 @@ def test_explicit_accept_flag_makes_a_bypass_receiver_deliver_at_once(start_chat
     assert not chat.of_type(lines, "system", "informational")
 
 
-def test_user_settings_accept_is_read_live_by_a_bypass_receiver(start_chat, sim_home) -> None:
+def test_user_settings_accept_is_read_live_and_releases_what_is_held(start_chat, sim_home) -> None:
     chat = start_chat("--mode", "bypassPermissions")
     held = chat.frame("First message.")
     chat.send(held)
     chat.wait_note(f"frame {held['msg_id']}: hold (permission-mode-parity)")
     write_json(sim_home.config / "settings.json", {"crossSessionInbound": "accept"})
+    chat.wait_note(f"frame {held['msg_id']}: released (policy)")
+    chat.wait_turn_end(1)
     frame = chat.frame(INVITE)
     chat.send(frame)
     chat.wait_note(f"frame {frame['msg_id']}: accept (user)")
-    lines = chat.wait_turn_end()
+    lines = chat.wait_turn_end(2)
     assert chat.peer_entries(lines, frame["msg_id"])
-    assert not chat.peer_entries(lines, held["msg_id"])
+    assert chat.peer_entries(lines, held["msg_id"])
+    released = chat.of_type(lines, "system", "informational")[1]
+    assert released["content"] == (
+        "Released 1 held cross-session message to Claude's queue (crossSessionInbound now accepts)."
+    )
 
 
 def test_project_settings_can_tighten_but_never_loosen(start_chat, sim_home) -> None:
@@ -121,16 +166,73 @@ def test_managed_settings_outrank_the_settings_flag(start_chat, sim_home) -> Non
     chat.wait_note(f"frame {frame['msg_id']}: refuse (managed)")
 
 
-def test_explicit_hold_parks_for_review_and_does_not_expire(start_chat) -> None:
+def test_explicit_hold_shows_no_dialog_and_does_not_expire(start_chat) -> None:
     chat = start_chat("--inbound", "hold", "--dialog-expiry", "60s", time_scale=0.01)
     frame = chat.frame(INVITE)
     chat.send(frame)
     chat.wait_note(f"frame {frame['msg_id']}: hold (flag)")
     [notice] = chat.of_type(chat.transcript(), "system", "informational")
-    assert "parked for your review" in notice["content"]
+    assert notice["content"].endswith(
+        'Your "crossSessionInbound" setting is "hold"; set it to "accept" to deliver held messages.'
+    )
     time.sleep(60 * 0.01 * 1.5)  # well past the parity dialog's expiry
-    assert chat.registry()["status"] == "waiting"
+    entry = chat.registry()
+    assert entry["status"] == "idle" and "waitingFor" not in entry
     assert not any("expired" in note for note in chat.notes)
+    chat.kill(signal.SIGUSR1)  # no dialog: Deliver has nothing to approve
+    time.sleep(0.3)
+    assert not chat.peer_entries(chat.transcript(), frame["msg_id"])
+
+
+def test_user_hold_is_released_when_the_user_settings_accept(start_chat, sim_home) -> None:
+    write_json(sim_home.config / "settings.json", {"crossSessionInbound": "hold"})
+    chat = start_chat()
+    frame = chat.frame(INVITE)
+    chat.send(frame)
+    chat.wait_note(f"frame {frame['msg_id']}: hold (user)")
+    write_json(sim_home.config / "settings.json", {"crossSessionInbound": "accept"})
+    lines = chat.wait_turn_end()
+    kinds = [e.get("subtype") or e.get("operation") or e["type"] for e in lines]
+    assert kinds[2:] == [
+        "informational",
+        "enqueue",
+        "dequeue",
+        "informational",
+        "user",
+        "assistant",
+        "turn_duration",
+    ]
+    assert chat.peer_entries(lines, frame["msg_id"])
+
+
+def test_repository_hold_names_the_repository(start_chat, sim_home) -> None:
+    write_json(sim_home.config / "settings.json", {"crossSessionInbound": "accept"})
+    write_json(sim_home.cwd / ".claude" / "settings.json", {"crossSessionInbound": "hold"})
+    chat = start_chat("--dangerously-skip-permissions")
+    frame = chat.frame(INVITE)
+    chat.send(frame)
+    chat.wait_note(f"frame {frame['msg_id']}: hold (project)")
+    [notice] = chat.of_type(chat.transcript(), "system", "informational")
+    assert "This repository's settings set" in notice["content"]
+    assert chat.registry()["status"] == "idle"
+
+
+def test_an_invalid_value_is_ignored_in_user_settings_and_holds_elsewhere(
+    start_chat, sim_home
+) -> None:
+    write_json(sim_home.config / "settings.json", {"crossSessionInbound": "bogus"})
+    chat = start_chat()
+    first = chat.frame("Delivered: user settings ignore the value.")
+    chat.send(first)
+    chat.wait_note(f"frame {first['msg_id']}: accept (permission-mode-parity)")
+    write_json(sim_home.cwd / ".claude" / "settings.json", {"crossSessionInbound": "bogus"})
+    second = chat.frame("Held: a repository's invalid value holds.")
+    chat.send(second)
+    chat.wait_note(f"frame {second['msg_id']}: hold (project)")
+    lines = chat.wait_transcript(lambda lines: bool(chat.of_type(lines, "system", "informational")))
+    [notice] = chat.of_type(lines, "system", "informational")
+    assert 'unrecognized "crossSessionInbound" value' in notice["content"]
+    assert chat.registry()["status"] in ("idle", "busy")
 
 
 def test_default_mode_from_user_settings_sets_parity(start_chat, sim_home) -> None:

@@ -8,11 +8,14 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+from hosts.sim.options import default_socket_dir
 from hosts.sim.process import parse_stat_start
 
-REQUIRED_KEYS = {
+# The keys of a 2.1.328 entry, in its order (OBSERVED.md section 2; "tmux" only in tmux).
+KEYS = [
     "pid",
     "sessionId",
     "cwd",
@@ -23,16 +26,16 @@ REQUIRED_KEYS = {
     "peerFeatures",
     "kind",
     "entrypoint",
-    "name",
-    "nameSource",
     "pidDomain",
-    "nameSince",
     "asksForConvertedSkills",
     "messagingSocketPath",
+    "name",
+    "nameSource",
+    "nameSince",
     "status",
     "updatedAt",
     "statusUpdatedAt",
-}
+]
 
 
 def mode_of(path: Path) -> int:
@@ -46,8 +49,9 @@ def key_files(chat) -> list[Path]:
 def test_registry_entry_has_the_observed_keys_and_modes(start_chat) -> None:
     chat = start_chat("--name", "coop-worker")
     entry = chat.registry()
-    assert REQUIRED_KEYS <= entry.keys()
-    assert "tmux" not in entry and "waitingFor" not in entry
+    assert list(entry) == KEYS
+    assert entry["asksForConvertedSkills"] is None
+    assert entry["pidDomain"].startswith("linux:") and ":pid:[" in entry["pidDomain"]
     assert chat.registry_path.name == f"{chat.pid}.json"
     assert entry["pid"] == chat.pid
     assert entry["sessionId"] == chat.session_id
@@ -65,6 +69,7 @@ def test_registry_entry_has_the_observed_keys_and_modes(start_chat) -> None:
     [key] = key_files(chat)
     assert len(key.name.split(".")[1]) == 64
     assert mode_of(key) == 0o600
+    assert set(json.loads(key.read_text())) == {"peerToken", "procStart", "pidDomain"}
     assert stat.S_ISSOCK(os.lstat(chat.socket).st_mode)
     assert mode_of(chat.socket) == 0o600
     assert mode_of(chat.socket.parent) == 0o700
@@ -92,7 +97,7 @@ def test_no_transcript_exists_before_the_first_message(start_chat) -> None:
 def test_history_writes_a_typed_first_turn(start_chat) -> None:
     chat = start_chat("--history", "--permission-mode", "acceptEdits")
     lines = chat.transcript()
-    assert lines[0] == {
+    assert lines[1] == {
         "type": "permission-mode",
         "permissionMode": "acceptEdits",
         "sessionId": chat.session_id,
@@ -186,3 +191,13 @@ def test_a_bad_time_scale_is_a_usage_error(sim_home) -> None:
     )
     assert done.returncode == 2
     assert "COOP_SIM_TIME_SCALE" in done.stderr
+
+
+def test_the_default_socket_folder_is_where_the_real_chat_binds(monkeypatch) -> None:
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", "/tmp")
+    assert default_socket_dir() == Path("/tmp/cc-socks")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/501")
+    assert default_socket_dir() == Path("/run/user/501/cc-socks")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "/" + "r" * 100)
+    assert default_socket_dir() == Path(f"/tmp/cc-socks-{os.getuid()}")
