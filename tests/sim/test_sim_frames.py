@@ -107,7 +107,9 @@ def test_malformed_frames_and_rude_clients_never_stop_the_chat(start_chat, sim_h
     assert chat.proc.poll() is None
     logged = log.read_bytes().split(b"\n")[:-1]
     assert logged[0] == json.dumps(bad_frames[0]).encode()
-    assert json.loads(logged[-1])["msg_id"] == good["msg_id"]
+    # Connections are read side by side: the good frame's line may come before the
+    # first connection's last lines.
+    assert json.dumps(good).encode() in logged
 
 
 def test_a_frame_with_a_non_uuid_msg_id_or_no_sender_is_still_delivered(start_chat) -> None:
