@@ -72,7 +72,8 @@ class LinuxPlatform(Platform):
         found = {}
         for pid in pids:
             fields = _proc_stat_fields(pid)
-            if fields is not None and len(fields) > 19:
+            # A zombie (state Z) still has its start time, but it has exited: not live.
+            if fields is not None and len(fields) > 19 and fields[0] != "Z":
                 found[pid] = fields[19]  # field 22: start time in clock ticks since boot
         return found
 
@@ -116,14 +117,16 @@ class MacPlatform(Platform):
         wanted = sorted(set(pids))
         if not wanted:
             return {}
-        out = _run_ps(["-o", "pid=,lstart=", "-p", ",".join(map(str, wanted))])
+        out = _run_ps(["-o", "pid=,stat=,lstart=", "-p", ",".join(map(str, wanted))])
         found = {}
         for line in out.splitlines():
-            parts = line.split(None, 1)
-            if len(parts) != 2 or not parts[0].isdigit():
+            parts = line.split(None, 2)
+            if len(parts) != 3 or not parts[0].isdigit():
                 continue
+            if parts[1].startswith("Z"):
+                continue  # a zombie has exited, whatever its start time says
             try:
-                started = time.mktime(time.strptime(parts[1].strip(), "%a %b %d %H:%M:%S %Y"))
+                started = time.mktime(time.strptime(parts[2].strip(), "%a %b %d %H:%M:%S %Y"))
             except ValueError:
                 continue
             found[int(parts[0])] = str(int(started))

@@ -141,7 +141,11 @@ def test_a_final_is_the_last_main_chain_text_before_turn_duration() -> None:
 
 
 def test_held_notice_preview_matches_the_envelope_text() -> None:
-    content = "Held peer message — from cwkCoop · awaiting your approval · preview: «Coop invites you to todo #3: Fix the build…»"
+    content = (
+        "Held peer message — from an unidentified session [verified pid 4242]; "
+        "preview: «Coop invites you to todo #3: Fix the build» … "
+        "— not delivered to Claude (1 held)."
+    )
     notice = receipts.held_notice(
         {"type": "system", "subtype": "informational", "content": content}, 7
     )

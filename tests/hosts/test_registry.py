@@ -270,3 +270,25 @@ def test_linux_cmdline_and_parent(live_process: subprocess.Popen[bytes]) -> None
     assert platform.cmdline(live_process.pid) == ["sleep", "60"]
     assert platform.parent(live_process.pid) == os.getpid()
     assert platform.cmdline(999999999) is None
+
+
+def test_a_zombie_is_not_live_on_either_platform(tmp_path: Path) -> None:
+    """A killed chat not yet reaped keeps its start time; it has exited all the same."""
+    zombie = subprocess.Popen(["sleep", "60"])
+    entry = entry_for(zombie.pid)
+    zombie.kill()
+    deadline = time.monotonic() + 5
+    while _proc_state(zombie.pid) != "Z":
+        assert time.monotonic() < deadline, "the child did not become a zombie"
+        time.sleep(0.01)
+    try:
+        write_entry(tmp_path, f"{zombie.pid}.json", entry)
+        (seen,) = native.scan_registry(tmp_path, LinuxPlatform()).entries
+        assert not seen.live
+        assert zombie.pid not in MacPlatform().births([zombie.pid])
+    finally:
+        zombie.wait()
+
+
+def _proc_state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
