@@ -88,6 +88,7 @@ class Coordinator:
                     return
                 adapter = self.adapter(row.session, only)
                 if adapter is None:
+                    self._undeliverable(row, phase, only)
                     continue
                 if phase == "verdict":
                     adapter.verdict(row, now)
@@ -95,6 +96,18 @@ class Coordinator:
                     getattr(adapter, phase)(row)
         self.sweep_obligations(now)
         self.refresh_statuses(only)
+
+    def _undeliverable(self, row: Outbox, phase: str, only: Collection[str] | None) -> None:
+        """Say why an envelope waits when no door can take it, rather than wait silently."""
+        if phase != "deliver" or (only is not None and row.session.host not in only):
+            return
+        if row.session.vendor != "claude":
+            reason = f"No delivery door to {row.session.vendor} chats yet: the envelope waits"
+        elif row.session.host not in self.hosts:
+            reason = f"{row.session.host} is not in the fleet (fleet.toml)"
+        else:
+            return
+        self.engine.record_refusal(row.id, reason)
 
     def _observable(self) -> list[Outbox]:
         """Uncertain sends, invitations awaiting an answer, and work being done (a second

@@ -200,6 +200,13 @@ def test_codex_take_is_adopted_where_the_thread_is_saved(office: Office) -> None
     assert result["found"] == "laptop"
     row = Session.get_by_id(session_id)
     assert (row.vendor, row.mode, row.host, row.generation) == ("codex", "managed", "laptop", 2)
+    # Coop has no door into Codex threads yet: the work waits, and says so.
+    office.coordinator.tick()
+    (work,) = Outbox.select().where(Outbox.session == session_id)
+    assert (work.state, work.last_error) == (
+        "pending",
+        "No delivery door to codex chats yet: the envelope waits",
+    )
 
 
 def test_archived_codex_thread_is_not_found(office: Office) -> None:
