@@ -135,9 +135,9 @@ def test_inspecting_a_laptop_chat_reads_it_through_the_helper(
         assert f'"sessionId": "{chat.session_id}"' in shown
         assert f'"pid": {chat.pid}' in shown
         assert "Socket: ok" in shown
-        # A long path folds at the screen's edge: read the lines joined.
+        # A long path wraps to its own lines at the screen's edge: read them joined.
         joined = "".join(line.strip() for line in shown.splitlines())
-        assert f"Transcript: {chat.transcript}" in joined
+        assert "Transcript:" in shown and str(chat.transcript) in joined
         assert "Have a look around this project" in shown
 
     drive(staged.app(), script)
