@@ -122,3 +122,39 @@ class DispatchCommands(CommandBase):
         if dispatch is None:
             raise Conflict(f"Envelope {invitation.id} belongs to no dispatch")
         return dispatch
+
+    def _find_or_record_session(
+        self,
+        now: float,
+        vendor: str,
+        native_id: str,
+        host: str,
+        *,
+        mode: str,
+        surface: str,
+        name: str | None = None,
+        cwd: str | None = None,
+    ) -> Session:
+        """The chat's row on that host, or a new one in `mode`: managed for a chat Dad
+        invites, observed for a CLI taker. Its status starts unknown, never idle."""
+        session = Session.get_or_none(
+            (Session.vendor == vendor) & (Session.host == host) & (Session.native_id == native_id)
+        )
+        if session is not None:
+            return session
+        session = Session.create(
+            vendor=vendor,
+            host=host,
+            native_id=native_id,
+            mode=mode,
+            surface=surface,
+            status="unknown",
+            name=name,
+            cwd=cwd,
+            created_at=now,
+            updated_at=now,
+        )
+        command = "enroll" if mode == "managed" else "observe"
+        evidence = {"session": session.ref, "host": host}
+        self._event(now, command, f"session:{session.id}", None, mode, evidence)
+        return session

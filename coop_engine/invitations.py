@@ -74,31 +74,10 @@ class InvitationCommands(DispatchCommands):
     def _managed_session(
         self, now: float, vendor: str, native_id: str, host: str, name: str | None, cwd: str | None
     ) -> Session:
-        session = Session.get_or_none(
-            (Session.vendor == vendor) & (Session.host == host) & (Session.native_id == native_id)
+        session = self._find_or_record_session(
+            now, vendor, native_id, host, mode="managed", surface="native", name=name, cwd=cwd
         )
-        if session is None:
-            session = Session.create(
-                vendor=vendor,
-                host=host,
-                native_id=native_id,
-                mode="managed",
-                surface="native",
-                status="unknown",
-                name=name,
-                cwd=cwd,
-                created_at=now,
-                updated_at=now,
-            )
-            self._event(
-                now,
-                "enroll",
-                f"session:{session.id}",
-                None,
-                "managed",
-                {"session": session.ref, "host": host},
-            )
-        elif session.mode != "managed":
+        if session.mode != "managed":
             raise Conflict(
                 f"{session.ref} on {host} is a CLI taker's observed record; "
                 "adopt it before inviting"

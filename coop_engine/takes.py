@@ -72,29 +72,9 @@ class TakeCommands(DispatchCommands):
 
     def _taker_session(self, now: float, parsed: tuple[str, str], host: str) -> Session:
         vendor, native_id = parsed
-        session = Session.get_or_none(
-            (Session.vendor == vendor) & (Session.host == host) & (Session.native_id == native_id)
+        return self._find_or_record_session(
+            now, vendor, native_id, host, mode="observed", surface="compatibility"
         )
-        if session is None:
-            session = Session.create(
-                vendor=vendor,
-                host=host,
-                native_id=native_id,
-                mode="observed",
-                surface="compatibility",
-                status="unknown",
-                created_at=now,
-                updated_at=now,
-            )
-            self._event(
-                now,
-                "observe",
-                f"session:{session.id}",
-                None,
-                "observed",
-                {"session": session.ref, "host": host},
-            )
-        return session
 
     def adopt_take(self, session_id: int, identity: dict[str, Any]) -> dict[str, Any]:
         """Seed 003's adoption: the CLI taker's own row made managed in place at a new

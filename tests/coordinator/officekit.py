@@ -7,10 +7,10 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
+from clock import Clock
 from simchat import ROOT, SimFleet
 
 from coop_engine.adoption import AdoptionPass
@@ -20,17 +20,6 @@ from coop_engine.engine import Engine
 from hosts.local import LocalHost
 
 MACS = ("office", "laptop", "studio")
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 class Office:

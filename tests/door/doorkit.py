@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from clock import Clock
 from simchat import SimChat, SimFleet
 
 from coop_engine import views
@@ -16,19 +17,6 @@ from coop_engine.engine import Engine
 from coop_engine.models import Outbox
 from hosts.base import Host
 from hosts.local import LocalHost
-
-
-class Clock:
-    """The engine's time, moved by the test; the chats run on real time."""
-
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 class Door:

@@ -17,7 +17,7 @@ from pgserver import PgServer, start_or_skip
 from coop_engine.db import open_ledger
 from coop_engine.engine import Engine
 
-from .support import FakeClock, Steps
+from .support import START, FakeClock, Steps
 
 BACKENDS = ("sqlite", "postgresql")
 _OUTSIDE_STATE = ("COOP_HOME", "COOP_DATABASE_URL", "PIPPA_COOP_SESSION", "PIPPA_COOP_HOST")
@@ -57,7 +57,7 @@ def coop_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, database_url: str
 
 @pytest.fixture
 def clock() -> FakeClock:
-    return FakeClock()
+    return FakeClock(START)
 
 
 @pytest.fixture

@@ -33,7 +33,7 @@ from coop_engine.engine import Engine
 from coop_engine.errors import CoopError, KeyReused
 from coop_engine.models import TABLES, Binding, HostQueue, Outbox, Todo
 
-from .support import CHAT, HOST, OTHER_CHAT, FakeClock, counts, cursor, peer_entry, verdict
+from .support import CHAT, HOST, OTHER_CHAT, START, FakeClock, counts, cursor, peer_entry, verdict
 
 Result = dict[str, Any]
 REASONS = (
@@ -87,7 +87,7 @@ class LedgerMachine(RuleBasedStateMachine):
         else:
             for model in TABLES:
                 model.truncate_table(restart_identity=True, cascade=True)
-        self.clock = FakeClock()
+        self.clock = FakeClock(START)
         self.engine = Engine(self.db, clock=self.clock, new_id=sequential_ids())
         self.delivered: set[str] = set()
         self.first: dict[str, tuple[Any, Result]] = {}  # derived key -> (args, result)

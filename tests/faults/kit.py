@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clock import Clock
 from simchat import SimChat, SimFleet
 
 from coop_engine import commands
@@ -57,14 +58,6 @@ CHAT_ARGS = {
     "decline": ("--history", "--think", "0.02", "--answer", "decline"),
     "lose": ("--history", "--think", "0.02", "--lose-frames"),
 }
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
 
 
 # --- the ledger, dumped ------------------------------------------------------------------

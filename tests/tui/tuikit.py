@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clock import Clock
 from textual.pilot import Pilot
 
 from coop_engine import invitations
@@ -49,18 +50,6 @@ def id_sequence(seed: int) -> Callable[[], str]:
     """UUIDs that are the same on every run (and distinct in their first 8 characters)."""
     rng = random.Random(seed)
     return lambda: str(uuid.UUID(int=rng.getrandbits(128), version=4))
-
-
-class Clock:
-    def __init__(self, now: float = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> float:
-        self.now += seconds
-        return self.now
 
 
 @contextmanager
@@ -305,7 +294,7 @@ def stage(
 
     Call with the working folder at `root` (the fleet's paths are relative to it)."""
     assert Path.cwd().resolve() == root.resolve(), "stage() needs the working folder at root"
-    clock = Clock()
+    clock = Clock(T0)
     session_ids = id_sequence(1)
     chats: dict[str, ChatSpec] = {}
     for mac, name, pid, status, mode, live in CHATS:
