@@ -19,32 +19,18 @@ import shutil
 import signal
 import subprocess
 import sys
-import tarfile
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from npmcache import REPOSITORY, Unavailable, fetch
 
 VERSION = "0.171.0"
 PACKAGE = f"@openai/codex@{VERSION}-linux-x64"
 TARBALL = f"openai-codex-{VERSION}-linux-x64.tgz"
 BINARY = Path("package/vendor/x86_64-unknown-linux-musl/bin/codex")
-REPOSITORY = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).with_name("real_driver.py")
 DRIVER_TIMEOUT = 90.0
-
-
-class Unavailable(Exception):
-    """The real Codex CLI cannot run on this machine; the message says why."""
-
-
-def cache_dir() -> Path:
-    configured = os.environ.get("COOP_TEST_CACHE")
-    path = Path(configured) if configured else Path.home() / ".cache" / "coop-test"
-    path = path.expanduser().resolve()
-    if path == REPOSITORY or REPOSITORY in path.parents:
-        raise Unavailable(f"the package cache {path} must not be inside the repository")
-    return path
 
 
 def check_prerequisites() -> None:
@@ -65,57 +51,7 @@ def check_prerequisites() -> None:
 
 def codex_binary(cache: Path | None = None) -> Path:
     """The extracted ``codex`` executable, fetching and extracting it when missing."""
-    cache = cache or cache_dir()
-    root = cache / f"codex-{VERSION}"
-    binary = root / BINARY
-    if binary.is_file() and os.access(binary, os.X_OK):
-        return binary
-    tarball = cache / TARBALL
-    if not tarball.is_file():
-        _npm_pack(cache)
-    _extract(tarball, root)
-    if not (binary.is_file() and os.access(binary, os.X_OK)):
-        raise Unavailable(f"{TARBALL} holds no executable {BINARY}")
-    return binary
-
-
-def _npm_pack(cache: Path) -> None:
-    npm = shutil.which("npm")
-    if npm is None:
-        raise Unavailable("npm is not installed, so the Codex package cannot be fetched")
-    cache.mkdir(parents=True, exist_ok=True)
-    try:
-        done = subprocess.run(
-            [npm, "pack", PACKAGE, "--pack-destination", str(cache)],
-            cwd=cache,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise Unavailable(f"npm pack {PACKAGE} failed: {exc}") from exc
-    if done.returncode != 0 or not (cache / TARBALL).is_file():
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise Unavailable(f"npm pack {PACKAGE} failed: {last}")
-
-
-def _extract(tarball: Path, target: Path) -> None:
-    """Extract into a temporary folder, then rename it into place (atomic for readers)."""
-    staging = Path(tempfile.mkdtemp(prefix=".extract-", dir=target.parent))
-    try:
-        with tarfile.open(tarball) as archive:
-            archive.extractall(staging, filter="data")
-        extracted = staging / BINARY
-        if extracted.is_file():
-            extracted.chmod(0o755)  # be sure, whatever the archive's modes say
-        if target.exists():
-            shutil.rmtree(target)
-        staging.rename(target)
-    except (OSError, tarfile.TarError) as exc:
-        raise Unavailable(f"cannot extract {tarball}: {exc}") from exc
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
+    return fetch(PACKAGE, TARBALL, f"codex-{VERSION}", BINARY, cache)
 
 
 def run_driver(binary: Path, root: Path) -> dict[str, Any]:
