@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from coop_engine import texts
-from coop_engine.commands import CommandBase, fresh_key
+from coop_engine import prompts as texts
 from coop_engine.errors import (
     ALREADY_SENT_AGAIN,
     NOT_ELIGIBLE_FOR_SEND,
     Conflict,
     NotAuthorized,
 )
+from coop_engine.frame import CommandBase, fresh_key
 from coop_engine.models import Binding, Dispatch, HostQueue, Outbox, Session
 
 EXPIRY_REASONS = (

@@ -7,9 +7,9 @@ import secrets
 import string
 from typing import Any
 
-from coop_engine import texts
-from coop_engine.commands import CommandBase
+from coop_engine import prompts as texts
 from coop_engine.errors import Conflict
+from coop_engine.frame import CommandBase
 from coop_engine.models import Dispatch, Outbox, Session, Todo
 
 MANAGED_OUTCOME_DUE = 2 * 3600

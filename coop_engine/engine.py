@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from coop_engine.commands import fresh_key
 from coop_engine.delivery import DeliveryCommands
 from coop_engine.enrollment import EnrollmentCommands
 from coop_engine.errors import CoopError
+from coop_engine.frame import fresh_key
 from coop_engine.invitations import InvitationCommands
 from coop_engine.models import Session, Setting, Todo
 from coop_engine.outcomes import OutcomeCommands

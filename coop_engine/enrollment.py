@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from coop_engine.commands import CommandBase, fresh_key
 from coop_engine.dispatching import parse_session_ref
 from coop_engine.errors import NotAuthorized
+from coop_engine.frame import CommandBase, fresh_key
 from coop_engine.models import Outbox, Session, Setting
 
 ADOPTION_RETRY_SECONDS = 10 * 60

@@ -5,8 +5,7 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from coop_engine import texts
-from coop_engine.commands import fresh_key
+from coop_engine import prompts as texts
 from coop_engine.dispatching import (
     MANAGED_OUTCOME_DUE,
     DispatchCommands,
@@ -14,6 +13,7 @@ from coop_engine.dispatching import (
     parse_session_ref,
 )
 from coop_engine.errors import Conflict
+from coop_engine.frame import fresh_key
 from coop_engine.models import Binding, Dispatch, Obligation, Outbox, Session, Todo
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from coop_engine.commands import fresh_key
 from coop_engine.dispatching import DispatchCommands
 from coop_engine.errors import Conflict, NotAuthorized
+from coop_engine.frame import fresh_key
 from coop_engine.models import Binding, Dispatch, Obligation
 
 REPORTERS = ("dad", "chief", "worker")

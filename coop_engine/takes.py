@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from coop_engine.commands import fresh_key
 from coop_engine.dispatching import (
     LEGACY_OUTCOME_DUE,
     MANAGED_OUTCOME_DUE,
@@ -13,6 +12,7 @@ from coop_engine.dispatching import (
     parse_session_ref,
 )
 from coop_engine.errors import ENROLLMENT_CLASH, ONLY_CLI_TAKER_ADOPTED, Conflict
+from coop_engine.frame import fresh_key
 from coop_engine.models import Binding, Dispatch, Obligation, Outbox, Session
 
 

@@ -239,7 +239,7 @@ class CoopApp(LivePanes, Decisions):
         self._observer.start()
 
     def _start_coordinator(self) -> None:
-        from coop_engine.serve import Server, running_server
+        from coop_engine.loop.serve import Server, running_server
 
         serving = running_server(self.home)
         if self.coordinator_mode == "none" or (self.coordinator_mode == "auto" and serving):

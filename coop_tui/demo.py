@@ -20,11 +20,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from coop_engine.coordinator import Coordinator
 from coop_engine.db import open_ledger
 from coop_engine.engine import Engine
+from coop_engine.loop.coordinator import Coordinator
 from hosts.fleet import Fleet
-from hosts.local import LocalHost
+from hosts.mac.local import LocalHost
 from hosts.pipe import PipeHost
 
 HINT = (

@@ -16,8 +16,8 @@ from coop_tui import ledger
 from coop_tui.messages import LedgerChanged
 from coop_tui.survey import survey
 from coop_tui.widgets.panes import HostsPane, OutboxPane, SessionsPane, merge_live
-from hosts.base import Host
 from hosts.fleet import Fleet
+from hosts.mac.host import Host
 
 TRAILING_READS = (0.1, 0.5)  # seconds after the last signal
 

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from coop_engine.policy import inbound_policy
-from hosts.base import Host, HostError
-from hosts.native import NativeRefusal
+from hosts.mac.host import Host, HostError
+from hosts.mac.native import NativeRefusal
 
 Clock = Callable[[], float]
 

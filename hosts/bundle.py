@@ -1,8 +1,9 @@
-"""The helper's payload: a tiny loader plus the sources of the standard-library-only
-`hosts` modules, sent on the helper's stdin after a fixed, data-free bootstrap line.
+"""The helper's payload: a tiny loader plus the sources of `hosts/mac/`, the folder of
+everything that runs on a Mac (standard library only), sent on the helper's stdin after
+a fixed, data-free bootstrap line.
 
 Nothing is installed or written on the Mac: the loader registers the sources as
-`hosts.*` modules in memory and runs `hosts.helper.main()`.
+`hosts.mac.*` modules in memory and runs `hosts.mac.helper.main()`.
 """
 
 from __future__ import annotations
@@ -10,10 +11,9 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-# Modules that only the office runs. Every other module of `hosts` (not its
-# subpackages) is sent: the loader executes a source only when the helper imports it,
-# so a module LocalHost starts to import later is there without a change here.
-OFFICE_ONLY = frozenset({"bundle", "channel", "fleet", "pipe", "ssh", "sshconnect"})
+# The whole of this folder is sent: the loader executes a source only when the helper
+# imports it, so a module added there is on the Mac without a change here.
+MAC = Path(__file__).resolve().parent / "mac"
 
 # `-I`: the Mac's PYTHONPATH and user site cannot shadow the standard library the helper
 # relies on. `-u`: answers are not held back in a buffer.
@@ -34,14 +34,14 @@ class _CoopBundle(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if name not in SOURCES:
             return None
         return importlib.util.spec_from_loader(
-            name, self, origin="coop-helper/" + name, is_package=name == "hosts")
+            name, self, origin="coop-helper/" + name, is_package=name in ("hosts", "hosts.mac"))
     def create_module(self, spec):
         return None
     def exec_module(self, module):
         code = compile(SOURCES[module.__name__], module.__spec__.origin, "exec")
         exec(code, module.__dict__)
 sys.meta_path.insert(0, _CoopBundle())
-from hosts.helper import main
+from hosts.mac.helper import main
 main()
 """
 
@@ -53,13 +53,11 @@ def payload() -> bytes:
     Built once per process; the same bytes every time."""
     global _payload
     if _payload is None:
-        folder = Path(__file__).resolve().parent
-        sources = {}
-        for path in sorted(folder.glob("*.py")):
-            if path.stem in OFFICE_ONLY:
-                continue
-            name = "hosts" if path.stem == "__init__" else f"hosts.{path.stem}"
-            sources[name] = path.read_text(encoding="utf-8")
+        # `hosts` itself is an empty package on the Mac: nothing of the office goes there.
+        sources = {"hosts": "", "hosts.mac": (MAC / "__init__.py").read_text(encoding="utf-8")}
+        for path in sorted(MAC.glob("*.py")):
+            if path.stem != "__init__":
+                sources[f"hosts.mac.{path.stem}"] = path.read_text(encoding="utf-8")
         text = LOADER.format(minimum=MINIMUM_PYTHON, sources=sources)
         _payload = text.encode("utf-8")
     return _payload

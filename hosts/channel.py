@@ -15,8 +15,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 
 from hosts import bundle
-from hosts.base import OPERATIONS, HostError
-from hosts.native import NativeRefusal
+from hosts.mac.host import OPERATIONS, HostError
+from hosts.mac.native import NativeRefusal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

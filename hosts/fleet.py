@@ -20,8 +20,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from hosts.base import Host
-from hosts.local import LocalHost
+from hosts.mac.host import Host
+from hosts.mac.local import LocalHost
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

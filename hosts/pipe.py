@@ -15,8 +15,8 @@ import time
 from collections.abc import Mapping
 
 from hosts import bundle
-from hosts.base import Host, HostError
 from hosts.channel import DEFAULT_TIMEOUT, ErrorTail, HelperClient, Stream
+from hosts.mac.host import Host, HostError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -16,8 +16,8 @@ import time
 import paramiko
 
 from hosts import bundle
-from hosts.base import Host, HostError
 from hosts.channel import DEFAULT_TIMEOUT, ErrorTail, HelperClient, Stream
+from hosts.mac.host import Host, HostError
 from hosts.sshconnect import connect, resolve
 
 TYPE_CHECKING = False

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import paramiko
 
-from hosts.base import HostError
+from hosts.mac.host import HostError
 
 # paramiko logs a traceback for every failed connect; with no handler configured Python
 # would print it on stderr, under a clean one-line HostError.

@@ -11,7 +11,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
-from coop_engine.adoption import AdoptionPass
+from coop_engine.loop.adoption import AdoptionPass
 from coop_engine.models import Session
 from coop_tui import ledger
 from coop_tui.widgets import cells

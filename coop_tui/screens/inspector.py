@@ -17,8 +17,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from coop_engine import receipts
-from hosts.base import HostError
-from hosts.native import NativeRefusal
+from hosts.mac.host import HostError
+from hosts.mac.native import NativeRefusal
 
 TAIL_BYTES = 64 << 10
 TEXT_WIDTH = 160

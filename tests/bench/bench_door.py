@@ -10,8 +10,8 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from hosts import native, transcripts
-from hosts.platforms import LinuxPlatform, MacPlatform
+from hosts.mac import native, transcripts
+from hosts.mac.platforms import LinuxPlatform, MacPlatform
 from tests.bench.common import ROOT, LiveRegistry, median_seconds, report, run_main
 
 CHATS = 200

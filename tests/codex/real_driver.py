@@ -15,7 +15,7 @@ In the loopback-only namespace it brings ``lo`` up, serves the scripted Response
    (feature ``local_thread_store_compression``), after ageing the file;
 5. while that app-server still holds the state database open, asks Codex's own
    ``thread/list`` (active and archived, every source kind) and Coop's
-   ``hosts.codex.thread_list`` for the same home.
+   ``hosts.mac.codex.thread_list`` for the same home.
 
 Everything observed is written to ``--result`` as one JSON object. Every process it
 starts is stopped before it exits.
@@ -240,7 +240,7 @@ def drive(codex: str, root: Path, repo: Path) -> dict[str, Any]:
         out["codex_archived"] = app.list_threads(archived=True)
         # Coop's reading while Codex holds the WAL database open and may write to it.
         sys.path.insert(0, str(repo))
-        from hosts.codex import find_thread, thread_list
+        from hosts.mac.codex import find_thread, thread_list
 
         out["coop_while_open"] = thread_list(home)
         out["find_while_open"] = {key: find_thread(home, tid) for key, tid in ids.items()}

@@ -11,7 +11,7 @@ import json
 import shutil
 from pathlib import Path
 
-from hosts.codex import find_thread, thread_list
+from hosts.mac.codex import find_thread, thread_list
 
 
 def install(home: Path, rollout: Path, archived: bool = False) -> Path:

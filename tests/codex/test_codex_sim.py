@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from hosts.codex import is_thread_id
+from hosts.mac.codex import is_thread_id
 
 from .conftest import REPO, SimCodex
 

@@ -1,4 +1,4 @@
-"""``hosts.codex.thread_list`` and ``find_thread`` over simulated Codex homes.
+"""``hosts.mac.codex.thread_list`` and ``find_thread`` over simulated Codex homes.
 
 Homes are written by ``python -m hosts.sim codex``; damage (torn lines, bad ids,
 unreadable files) is then made by hand, the way a crash or a sync tool would leave it.
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from hosts.codex import default_codex_home, find_thread, is_thread_id, thread_list
+from hosts.mac.codex import default_codex_home, find_thread, is_thread_id, thread_list
 
 from .conftest import SimCodex
 

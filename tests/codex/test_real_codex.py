@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from hosts.codex import find_thread, is_thread_id, thread_list
+from hosts.mac.codex import find_thread, is_thread_id, thread_list
 
 from . import real_codex
 from .test_codex_sim import REAL_COLUMNS, REAL_KINDS, REAL_META_KEYS, extra, kind, lines

@@ -13,11 +13,11 @@ from typing import Any
 from clock import Clock
 from simchat import ROOT, SimFleet
 
-from coop_engine.adoption import AdoptionPass
-from coop_engine.coordinator import Coordinator
 from coop_engine.db import open_ledger
 from coop_engine.engine import Engine
-from hosts.local import LocalHost
+from coop_engine.loop.adoption import AdoptionPass
+from coop_engine.loop.coordinator import Coordinator
+from hosts.mac.local import LocalHost
 
 MACS = ("office", "laptop", "studio")
 

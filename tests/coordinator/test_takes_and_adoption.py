@@ -13,7 +13,8 @@ from typing import Any
 
 from officekit import Office
 
-from coop_engine import texts, views
+from coop_engine import prompts as texts
+from coop_engine import views
 from coop_engine.models import Outbox, Session
 
 COOP = str(Path(sys.executable).with_name("coop"))

@@ -11,12 +11,12 @@ from clock import Clock
 from simchat import SimChat, SimFleet
 
 from coop_engine import views
-from coop_engine.coordinator import Coordinator
 from coop_engine.db import open_ledger
 from coop_engine.engine import Engine
+from coop_engine.loop.coordinator import Coordinator
 from coop_engine.models import Outbox
-from hosts.base import Host
-from hosts.local import LocalHost
+from hosts.mac.host import Host
+from hosts.mac.local import LocalHost
 
 
 class Door:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from coop_engine import receipts
-from hosts import transcripts
+from hosts.mac import transcripts
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
 SHAPES = SHARED / "claude-shapes"

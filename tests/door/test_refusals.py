@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from doorkit import Door
 
-from hosts.base import Host
-from hosts.local import LocalHost
-from hosts.native import RECEIVER_CHANGED, SOCKET_NOT_PRIVATE
+from hosts.mac.host import Host
+from hosts.mac.local import LocalHost
+from hosts.mac.native import RECEIVER_CHANGED, SOCKET_NOT_PRIVATE
 
 
 def _assert_refused(door: Door, outbox_id: str, error: str, *chats: Any) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from coop_engine import texts
+from coop_engine import prompts as texts
 from coop_engine.errors import ENROLLMENT_CLASH, ONLY_CLI_TAKER_ADOPTED, Conflict
 from coop_engine.models import Binding, Dispatch, Notification, Obligation, Session, Todo
 

@@ -32,15 +32,15 @@ import pytest
 from clock import Clock
 from simchat import SimChat, SimFleet
 
-from coop_engine import commands
-from coop_engine.adapters.claude import ClaudeAdapter
-from coop_engine.coordinator import Coordinator
+from coop_engine import frame as commands
 from coop_engine.db import open_ledger
 from coop_engine.delivery import DeliveryCommands
 from coop_engine.engine import Engine
+from coop_engine.loop.coordinator import Coordinator
+from coop_engine.loop.doors.claude import ClaudeAdapter
 from coop_engine.models import TABLES, Outbox
-from hosts.base import Host
-from hosts.local import LocalHost
+from hosts.mac.host import Host
+from hosts.mac.local import LocalHost
 from hosts.pipe import PipeHost
 
 STAGE: contextvars.ContextVar[str] = contextvars.ContextVar("stage", default="")

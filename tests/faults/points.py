@@ -27,8 +27,8 @@ import peewee as pw
 import pytest
 
 from coop_engine.engine import Engine
-from hosts import local as local_host
-from hosts import native, platforms, settings, transcripts
+from hosts.mac import local as local_host
+from hosts.mac import native, platforms, settings, transcripts
 from hosts.pipe import PipeStream
 
 from .kit import Fault, World, quick_busy_timeout, write_lock

@@ -16,7 +16,7 @@ import peewee as pw
 import pytest
 
 from coop_engine.engine import Engine
-from hosts.base import OPERATIONS
+from hosts.mac.host import OPERATIONS
 
 from .kit import (
     RECOVERY_PASSES,
@@ -34,7 +34,7 @@ from .points import POINTS, Point
 from .scenarios import SCENARIOS, check_frames, first_phase, settle
 
 REPO = Path(__file__).resolve().parents[2]
-CYCLE_SOURCES = ("coop_engine/coordinator.py", "coop_engine/adapters/claude.py")
+CYCLE_SOURCES = ("coop_engine/loop/coordinator.py", "coop_engine/loop/doors/claude.py")
 RUNS = [(point, flavour) for point in POINTS for flavour in point.flavours]
 
 

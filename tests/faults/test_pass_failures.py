@@ -14,14 +14,14 @@ from typing import Any
 import peewee as pw
 import pytest
 
-from coop_engine.adapters.claude import ClaudeAdapter
 from coop_engine.engine import Engine
+from coop_engine.loop.doors.claude import ClaudeAdapter
+from coop_engine.loop.serve import Server
 from coop_engine.models import Outbox
-from coop_engine.serve import Server
-from hosts import transcripts
-from hosts.base import HostError
 from hosts.fleet import Fleet as MacFleet
-from hosts.local import LocalHost
+from hosts.mac import transcripts
+from hosts.mac.host import HostError
+from hosts.mac.local import LocalHost
 
 from .kit import Fleet, World
 from .scenarios import check_frames

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from simchat import SimChat, SimFleet
 
-from coop_engine.coordinator import Coordinator
 from coop_engine.db import open_ledger
 from coop_engine.engine import Engine
+from coop_engine.loop.coordinator import Coordinator
 from coop_engine.models import Dispatch, Outbox
-from hosts.local import LocalHost
+from hosts.mac.local import LocalHost
 
 
 class Office:

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from hostilekit import GOOD_SESSION, env_for, live_entry, shown_cleanly, write_registry
 
-from hosts import native
-from hosts.local import LocalHost
-from hosts.platforms import LinuxPlatform
+from hosts.mac import native
+from hosts.mac.local import LocalHost
+from hosts.mac.platforms import LinuxPlatform
 
 TEN_MB = 10 << 20
 

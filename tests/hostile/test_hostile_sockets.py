@@ -25,7 +25,7 @@ import pytest
 from hostilekit import env_for, live_entry, no_frames, shown_cleanly, write_registry
 from simchat import SimFleet
 
-from hosts.native import SOCKET_NOT_PRIVATE
+from hosts.mac.native import SOCKET_NOT_PRIVATE
 
 OTHER_USER = "coop-hostile"
 LISTENER = """

@@ -19,11 +19,11 @@ import pytest
 from hostilekit import env_for, shown_cleanly
 from simchat import SimChat, SimFleet
 
-from coop_engine.coordinator import Coordinator
 from coop_engine.db import open_ledger
 from coop_engine.engine import Engine
+from coop_engine.loop.coordinator import Coordinator
 from coop_engine.models import Dispatch, Notification, Outbox
-from hosts.local import LocalHost
+from hosts.mac.local import LocalHost
 
 FIFTY_MB = 50 << 20
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from hosts import native
-from hosts.platforms import LinuxPlatform, MacPlatform
+from hosts.mac import native
+from hosts.mac.platforms import LinuxPlatform, MacPlatform
 
 
 @pytest.fixture
@@ -199,7 +199,7 @@ class TestMacPlatformOnThisMachine:
     def test_births_of_all_pids_come_from_one_ps_call(
         self, live_process: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        from hosts import platforms
+        from hosts.mac import platforms
 
         calls: list[list[str]] = []
         real = platforms._run_ps
@@ -250,7 +250,7 @@ class TestMacPlatformOnThisMachine:
     def test_procargs_buffer_keeps_argument_boundaries(self) -> None:
         import struct
 
-        from hosts.procargs import parse_procargs2
+        from hosts.mac.procargs import parse_procargs2
 
         args = ["claude", "--settings", '{"crossSessionInbound": "accept"}']
         buffer = (

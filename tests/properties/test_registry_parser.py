@@ -1,4 +1,4 @@
-"""Properties of the registry reader (hosts/native.py) and what reads entries after it,
+"""Properties of the registry reader (hosts/mac/native.py) and what reads entries after it,
 for any file content and any JSON object: an entry is either usable or skipped with a
 reason, and nothing ever raises but the door's own refusal."""
 
@@ -14,9 +14,9 @@ import hypothesis.strategies as st
 from hypothesis import HealthCheck, given, settings
 
 from coop_engine import receipts
-from hosts import native
-from hosts.local import LocalHost
-from hosts.platforms import LinuxPlatform
+from hosts.mac import native
+from hosts.mac.local import LocalHost
+from hosts.mac.platforms import LinuxPlatform
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 PID = os.getpid()  # a live process, so a spoilt entry can get as far as the socket checks

@@ -1,4 +1,4 @@
-"""Properties of the transcript reader (hosts/transcripts.py), for any bytes at all.
+"""Properties of the transcript reader (hosts/mac/transcripts.py), for any bytes at all.
 
 A transcript is a byte stream that grows by appends of any size, split anywhere (mid
 line, mid UTF-8 character). Read forward from the offset each read returns, it yields
@@ -17,7 +17,7 @@ import hypothesis.strategies as st
 import pytest
 from hypothesis import given, settings
 
-from hosts import transcripts
+from hosts.mac import transcripts
 
 # Bytes rich in newlines, NULs, bytes that are not UTF-8, and the needle's letters.
 BYTE = st.sampled_from([b"\n", b"\x00", b"\xff", b"\xc3", b"a", b"b", b"{", b" ", b"\r"])

@@ -17,8 +17,8 @@ import pytest
 from simchat import SimChat, SimFleet
 from sshd_harness import SSHD, ClientKeys, Sshd, remove, short_tmp
 
-from hosts.base import Host
-from hosts.local import LocalHost
+from hosts.mac.host import Host
+from hosts.mac.local import LocalHost
 from hosts.pipe import PipeHost
 from hosts.ssh import SshHost
 

@@ -10,10 +10,10 @@ import sys
 import pytest
 
 from hosts import bundle
-from hosts.base import HostError
 from hosts.channel import HelperClient, Stream
-from hosts.helper import Helper
-from hosts.native import NativeRefusal
+from hosts.mac.helper import Helper
+from hosts.mac.host import HostError
+from hosts.mac.native import NativeRefusal
 
 pytestmark = pytest.mark.ssh
 

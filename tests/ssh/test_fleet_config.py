@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from hosts.fleet import FleetError, load_fleet
-from hosts.local import LocalHost
+from hosts.mac.local import LocalHost
 from hosts.ssh import SshHost
 
 pytestmark = pytest.mark.ssh

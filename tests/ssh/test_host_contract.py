@@ -16,9 +16,9 @@ import pytest
 from conftest import Mac
 from sshd_harness import wait_until
 
-from hosts.base import Host
-from hosts.local import LocalHost
-from hosts.native import RECEIVER_CHANGED, NativeRefusal, frame
+from hosts.mac.host import Host
+from hosts.mac.local import LocalHost
+from hosts.mac.native import RECEIVER_CHANGED, NativeRefusal, frame
 
 pytestmark = pytest.mark.ssh
 

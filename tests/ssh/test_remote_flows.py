@@ -16,12 +16,12 @@ from conftest import Mac
 from sshd_harness import SilentServer, free_port
 
 from coop_engine import views
-from coop_engine.coordinator import Coordinator
 from coop_engine.db import open_ledger
 from coop_engine.engine import Engine
+from coop_engine.loop.coordinator import Coordinator
 from coop_engine.models import Outbox
-from hosts.base import Host
-from hosts.native import RECEIVER_CHANGED
+from hosts.mac.host import Host
+from hosts.mac.native import RECEIVER_CHANGED
 
 pytestmark = pytest.mark.ssh
 

@@ -14,8 +14,8 @@ import pytest
 from conftest import Mac
 from sshd_harness import SilentServer, free_port, keygen, short_tmp, wait_until
 
-from hosts.base import HostError
-from hosts.native import frame
+from hosts.mac.host import HostError
+from hosts.mac.native import frame
 from hosts.ssh import SshHost
 
 pytestmark = pytest.mark.ssh

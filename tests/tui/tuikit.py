@@ -31,11 +31,11 @@ from coop_engine.db import open_ledger
 from coop_engine.engine import Engine
 from coop_engine.models import database
 from coop_tui.app import CoopApp
-from hosts.base import Host
 from hosts.fleet import Fleet
-from hosts.local import LocalHost
-from hosts.platforms import Platform
-from hosts.transcripts import escape_cwd
+from hosts.mac.host import Host
+from hosts.mac.local import LocalHost
+from hosts.mac.platforms import Platform
+from hosts.mac.transcripts import escape_cwd
 
 SIZE = (160, 48)
 # 2026-05-04 09:00:00 UTC: every time the app shows derives from this.

@@ -10,10 +10,10 @@ import os
 import time
 from pathlib import Path
 
-from hosts import native, transcripts
-from hosts.base import OPERATIONS, Host, HostError
-from hosts.platforms import Platform, current_platform
-from hosts.settings import SettingsReader, default_config_dir
+from hosts.mac import native, transcripts
+from hosts.mac.host import OPERATIONS, Host, HostError
+from hosts.mac.platforms import Platform, current_platform
+from hosts.mac.settings import SettingsReader, default_config_dir
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
 if TYPE_CHECKING:
@@ -151,18 +151,18 @@ class LocalHost(Host):
     # --- adoption, health ------------------------------------------------------
 
     def _codex_home(self) -> str:
-        from hosts import codex
+        from hosts.mac import codex
 
         return str(self.codex_home or codex.default_codex_home())
 
     def _op_codex_threads(self) -> dict[str, Any]:
-        from hosts import codex
+        from hosts.mac import codex
 
         return codex.thread_list(self._codex_home())
 
     def _op_find_session(self, vendor: str, native_id: str) -> dict[str, Any]:
         if vendor == "codex":
-            from hosts import codex
+            from hosts.mac import codex
 
             # A Codex take needs a saved thread in this Mac's list, not a live process.
             found = codex.find_thread(self._codex_home(), native_id)

@@ -9,11 +9,11 @@ from collections.abc import Callable, Collection, Mapping
 
 from peewee import JOIN
 
-from coop_engine.adapters.claude import ClaudeAdapter
 from coop_engine.engine import Engine
+from coop_engine.loop.doors.claude import ClaudeAdapter
 from coop_engine.models import Dispatch, Obligation, Outbox, Session
-from hosts.base import Host, HostError
-from hosts.native import NativeRefusal
+from hosts.mac.host import Host, HostError
+from hosts.mac.native import NativeRefusal
 
 Log = Callable[[str], None]
 

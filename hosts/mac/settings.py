@@ -12,8 +12,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from hosts import transcripts
-from hosts.files import read_file
+from hosts.mac import transcripts
+from hosts.mac.files import read_file
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
 if TYPE_CHECKING:

@@ -11,11 +11,11 @@ import argparse
 import sys
 import time
 
+from coop_engine.cli.output import one_line, print_rows, short
 from coop_engine.home import coop_home
-from coop_engine.output import one_line, print_rows, short
 from coop_engine.policy import inbound_policy
-from hosts.base import Host, HostError
 from hosts.fleet import Fleet, load_fleet
+from hosts.mac.host import Host, HostError
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
 if TYPE_CHECKING:

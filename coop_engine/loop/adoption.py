@@ -16,7 +16,7 @@ from coop_engine.engine import Engine
 from coop_engine.enrollment import ADOPTION_RETRY_SECONDS
 from coop_engine.errors import Conflict
 from coop_engine.models import Binding, Session
-from hosts.base import Host, HostError
+from hosts.mac.host import Host, HostError
 
 TAKE_WINDOW_SECONDS = 48 * 3600
 PER_PASS = 5

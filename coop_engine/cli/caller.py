@@ -1,4 +1,4 @@
-"""Who may decide (seed 001): Send again and outcome decisions are Dad's, or the chief's
+"""Who is calling, and may they decide (seed 001): Send again and outcome decisions are Dad's, or the chief's
 as his proxy. A peer frame or a worker's text is never Dad's authorization.
 
 Dad is whoever types outside any chat; the chief is the chat Dad enrolled as chief;
@@ -12,9 +12,9 @@ import os
 
 from coop_engine.engine import Engine
 from coop_engine.errors import NotAuthorized
-from hosts.identity import detect_claude_session
-from hosts.platforms import current_platform
-from hosts.settings import default_config_dir
+from hosts.mac.identity import detect_claude_session
+from hosts.mac.platforms import current_platform
+from hosts.mac.settings import default_config_dir
 
 SESSION_ENV = "PIPPA_COOP_SESSION"
 HOST_ENV = "PIPPA_COOP_HOST"
@@ -49,4 +49,15 @@ def check_decider(engine: Engine, command: str, by: str, caller: str | None) -> 
             )
     if reason is not None:
         engine.record_refused_decision(command, by, caller, reason)
+        raise NotAuthorized(reason)
+
+
+def check_worker(engine: Engine, todo_id: int, caller: str | None) -> None:
+    """A worker's report comes from the chat bound to the todo (when one is bound)."""
+    from coop_engine import queries
+
+    bound = queries.bound_sessions(todo_id)
+    if bound and caller not in bound:
+        reason = f"Only the chat bound to todo #{todo_id} reports as worker ({', '.join(bound)})"
+        engine.record_refused_decision("report", "worker", caller, reason)
         raise NotAuthorized(reason)

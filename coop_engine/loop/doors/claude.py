@@ -17,8 +17,8 @@ from coop_engine.engine import Engine
 from coop_engine.errors import Conflict
 from coop_engine.models import Dispatch, Outbox
 from coop_engine.policy import delivery_verdict, inbound_policy
-from hosts.base import Host, HostError
-from hosts.native import RECEIVER_CHANGED, NativeRefusal, frame
+from hosts.mac.host import Host, HostError
+from hosts.mac.native import RECEIVER_CHANGED, NativeRefusal, frame
 
 TURN_READ_BYTES = 8 << 20
 Log = Callable[[str], None]

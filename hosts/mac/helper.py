@@ -15,9 +15,9 @@ import os
 import sys
 from pathlib import Path
 
-from hosts.base import OPERATIONS
-from hosts.local import LocalHost
-from hosts.native import NativeRefusal
+from hosts.mac.host import OPERATIONS
+from hosts.mac.local import LocalHost
+from hosts.mac.native import NativeRefusal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -8,9 +8,9 @@ import os
 import sys
 
 from coop_engine import views
+from coop_engine.cli.output import print_rows, short
 from coop_engine.db import coop_home, open_ledger
 from coop_engine.engine import Engine
-from coop_engine.output import print_rows, short
 
 
 def open_engine(actor: str = "coop") -> Engine:
@@ -38,7 +38,7 @@ def todo_list(args: argparse.Namespace) -> int:
 
 
 def todo_take(args: argparse.Namespace) -> int:
-    from coop_engine.authority import HOST_ENV, caller_session
+    from coop_engine.cli.caller import HOST_ENV, caller_session
 
     fleet = _fleet()
     caller = caller_session()
@@ -60,7 +60,7 @@ def todo_take(args: argparse.Namespace) -> int:
 
 
 def todo_report(args: argparse.Namespace) -> int:
-    from coop_engine.authority import caller_session, check_decider
+    from coop_engine.cli.caller import caller_session, check_decider
 
     engine = open_engine(actor=args.by)
     caller = caller_session()
@@ -150,7 +150,7 @@ def notifications(args: argparse.Namespace) -> int:
 
 
 def resend(args: argparse.Namespace) -> int:
-    from coop_engine.authority import caller_session, check_decider
+    from coop_engine.cli.caller import caller_session, check_decider
 
     engine = open_engine(actor=args.by)
     check_decider(engine, "resend", args.by, caller_session())
@@ -173,7 +173,7 @@ def obligations(args: argparse.Namespace) -> int:
 
 
 def adopt(args: argparse.Namespace) -> int:
-    from coop_engine.adoption import AdoptionPass
+    from coop_engine.loop.adoption import AdoptionPass
 
     fleet = _fleet()
     engine = open_engine()
@@ -195,7 +195,7 @@ def _answer(answer: dict) -> str:
 
 
 def chief_set(args: argparse.Namespace) -> int:
-    from coop_engine.authority import caller_session, check_decider
+    from coop_engine.cli.caller import caller_session, check_decider
 
     engine = open_engine(actor="dad")
     check_decider(engine, "chief set", "dad", caller_session())
@@ -209,7 +209,7 @@ def chief_show(args: argparse.Namespace) -> int:
 
 
 def serve(args: argparse.Namespace) -> int:
-    from coop_engine.serve import Server, stamped
+    from coop_engine.loop.serve import Server, stamped
 
     home = coop_home()
     fleet = _fleet()
@@ -253,7 +253,7 @@ def invite(args: argparse.Namespace) -> int:
 def tick(args: argparse.Namespace) -> int:
     import time
 
-    from coop_engine.coordinator import Coordinator
+    from coop_engine.loop.coordinator import Coordinator
 
     fleet = _fleet()
     at = args.at

@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from hosts.files import read_file
+from hosts.mac.files import read_file
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
 if TYPE_CHECKING:
@@ -143,7 +143,7 @@ class MacPlatform(Platform):
 
     def cmdline(self, pid: int) -> list[str] | None:
         if sys.platform == "darwin":
-            from hosts.procargs import darwin_procargs
+            from hosts.mac.procargs import darwin_procargs
 
             return darwin_procargs(pid)
         out = _run_ps(["-ww", "-o", "args=", "-p", str(pid)]).strip()

@@ -25,13 +25,13 @@ import peewee as pw
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from coop_engine.adoption import AdoptionPass
-from coop_engine.coordinator import Coordinator
 from coop_engine.engine import Engine
+from coop_engine.loop.adoption import AdoptionPass
+from coop_engine.loop.coordinator import Coordinator
 from coop_engine.models import Outbox, Session
 from hosts.fleet import Fleet
-from hosts.local import LocalHost
-from hosts.platforms import current_platform
+from hosts.mac.local import LocalHost
+from hosts.mac.platforms import current_platform
 
 MIN_PASS_GAP = 0.05
 PID_FILE = "serve.pid"

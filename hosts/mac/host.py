@@ -107,7 +107,7 @@ class Host(ABC):
         return result
 
     def codex_threads(self) -> dict[str, Any]:
-        """This Mac's Codex thread list (hosts/codex.py)."""
+        """This Mac's Codex thread list (hosts/mac/codex.py)."""
         result: dict[str, Any] = self.call("codex_threads")
         return result
 

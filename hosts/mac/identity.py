@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from hosts import native
-from hosts.platforms import Platform
+from hosts.mac import native
+from hosts.mac.platforms import Platform
 
 MAX_ANCESTORS = 16
 

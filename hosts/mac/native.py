@@ -14,7 +14,7 @@ import stat
 import time
 from pathlib import Path
 
-from hosts.platforms import Platform
+from hosts.mac.platforms import Platform
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
 if TYPE_CHECKING:

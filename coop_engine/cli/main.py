@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 
 def _ledger(name: str) -> Handler:
     def run(args: argparse.Namespace) -> int:
-        from coop_engine import cli_ledger
+        from coop_engine.cli import ledger as cli_ledger
 
         handler: Handler = getattr(cli_ledger, name)
         return handler(args)
@@ -67,7 +67,7 @@ def _ledger(name: str) -> Handler:
 
 def _fleet(name: str) -> Handler:
     def run(args: argparse.Namespace) -> int:
-        from coop_engine import cli_fleet
+        from coop_engine.cli import fleet as cli_fleet
 
         handler: Handler = getattr(cli_fleet, name)
         return handler(args)
@@ -287,11 +287,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv = [*(["--home", args.home] if args.home else []), "tui"]
         args = build_parser(argv).parse_args(argv)
         handler = args.handler
+    from coop_engine.cli.output import one_line
     from coop_engine.errors import CoopError
-    from coop_engine.output import one_line
-    from hosts.base import HostError
     from hosts.fleet import FleetError
-    from hosts.native import NativeRefusal
+    from hosts.mac.host import HostError
+    from hosts.mac.native import NativeRefusal
 
     try:
         return handler(args)

@@ -6,21 +6,13 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 
+from coop_engine.formats import one_line
+
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
     Column = tuple[str, Callable[[dict[str, Any]], Any]]
-
-
-def one_line(text: str) -> str:
-    """Text for one line of a terminal, whoever wrote it: whitespace breaks become
-    spaces, other control characters (an escape sequence a chat or an id carried) are
-    shown as escapes, never sent to the terminal."""
-    import re
-
-    text = text.replace("\n", " ").replace("\r", " ").replace("\t", " ")
-    return re.sub(r"[\x00-\x1f\x7f-\x9f]", lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def _cell(value: Any) -> str:

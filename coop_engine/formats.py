@@ -1,0 +1,142 @@
+"""One formatter per kind of value both faces show: times, untrusted text, transcript
+entries. The CLI prints these; the app styles them. Nothing here reads the ledger.
+
+Text a chat, a transcript or another Mac wrote is untrusted: it reaches a terminal only
+through `printable` (or `one_line` in a table cell), never as markup.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
+if TYPE_CHECKING:
+    from typing import Any
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_BREAKS = str.maketrans({"\n": " ", "\r": " ", "\t": " "})
+EXCERPT_WIDTH = 160
+
+
+def iso(at: float | None, timespec: str = "milliseconds") -> str | None:
+    """Unix seconds -> ISO-8601 in UTC with a `Z` (None stays None)."""
+    if at is None:
+        return None
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(at, UTC).isoformat(timespec=timespec).replace("+00:00", "Z")
+
+
+def printable(text: str) -> str:
+    """Untrusted text, safe for a terminal: control characters (an escape sequence a
+    chat or an id carried) shown as `\\xNN`, never sent; line breaks and tabs kept."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def one_line(text: str) -> str:
+    """Untrusted text for one line of a terminal: breaks become spaces, then `printable`."""
+    return printable(text.translate(_BREAKS))
+
+
+# --- transcript entries --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EntryLine:
+    """One transcript line as a person reads it. `mark` is one of: `peer` (an entry
+    another session sent), `final` (a turn's final), `held` (a held-peer notice),
+    `skipped` (not a JSON object), or empty."""
+
+    offset: int
+    mark: str
+    kind: str
+    excerpt: str
+    timestamp: str | None = None
+
+
+def _blocks(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(str(block.get("text", "")))
+        elif kind == "tool_use":
+            parts.append(f"[tool {block.get('name')}]")
+        elif kind == "tool_result":
+            parts.append(_blocks(block.get("content")) or "[tool_result]")
+        else:
+            parts.append(f"[{kind}]")
+    return " ".join(parts)
+
+
+def _excerpt(entry: dict[str, Any], width: int | None) -> str:
+    message = entry.get("message")
+    content = message.get("content") if isinstance(message, dict) else entry.get("content")
+    text = _blocks(content)
+    attachment = entry.get("attachment")
+    if not text and isinstance(attachment, dict):
+        text = str(attachment.get("prompt") or "")
+    text = " ".join(text.split())
+    return text if width is None else text[:width]
+
+
+def _origin(entry: dict[str, Any]) -> Any:
+    attachment = entry.get("attachment")
+    if isinstance(attachment, dict) and attachment.get("origin") is not None:
+        return attachment.get("origin")
+    return entry.get("origin")
+
+
+def entry_line(
+    offset: int,
+    raw: str,
+    finals: frozenset[int] = frozenset(),
+    width: int | None = EXCERPT_WIDTH,
+) -> EntryLine:
+    """One transcript line, for the CLI's `coop chat show` and the app's inspector
+    alike. `finals` holds the offsets of turn finals (receipts.finals); `width` cuts the
+    excerpt (None: whole). Every string in the answer is printable."""
+    from coop_engine import receipts
+
+    entry, reason = receipts.parse(raw)
+    if entry is None:
+        return EntryLine(offset, "skipped", f"(skipped: {reason})", "")
+    kind = "/".join(str(part) for part in (entry.get("type"), entry.get("subtype")) if part)
+    message = entry.get("message")
+    if entry.get("type") in ("user", "assistant") and isinstance(message, dict):
+        kind = str(message.get("role") or kind)
+    mark = ""
+    origin = _origin(entry)
+    if isinstance(origin, dict) and origin.get("kind") == "peer":
+        mark = "peer"
+        kind += f" peer from {origin.get('from')} msg_id {origin.get('msg_id')}"
+    elif offset in finals:
+        mark = "final"
+        kind += " FINAL"
+    elif receipts.held_notice(entry, offset) is not None:
+        mark = "held"
+    stamp = entry.get("timestamp")
+    return EntryLine(
+        offset,
+        mark,
+        one_line(kind),
+        one_line(_excerpt(entry, width)),
+        one_line(str(stamp)) if stamp else None,
+    )
+
+
+def entry_lines(
+    lines: list[tuple[int, str]], width: int | None = EXCERPT_WIDTH
+) -> list[EntryLine]:
+    """A run of transcript lines, each rendered with its turn's finals marked."""
+    from coop_engine import receipts
+
+    finals = frozenset(final.offset for final in receipts.finals(lines))
+    return [entry_line(offset, text, finals, width) for offset, text in lines]
