@@ -57,6 +57,7 @@ check: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check coop_engine coop_tui hosts tests
 	$(VENV)/bin/ruff format --check coop_engine coop_tui hosts tests
 	$(VENV)/bin/mypy coop_engine hosts coop_tui
+	$(VENV)/bin/lint-imports
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coop_engine import prompts as texts
+from coop_engine import prompts
 from coop_engine.errors import (
     ALREADY_SENT_AGAIN,
     NOT_ELIGIBLE_FOR_SEND,
@@ -270,7 +270,9 @@ class DeliveryCommands(CommandBase):
             original = old.payload.get("original_text", old.payload["text"])
             payload["attempt"] = int(old.payload.get("attempt", 1)) + 1
             payload["original_text"] = original
-            payload["text"] = texts.another_attempt(payload["attempt"], outbox_id, reason, original)
+            payload["text"] = prompts.another_attempt(
+                payload["attempt"], outbox_id, reason, original
+            )
             Outbox.create(
                 id=new_id,
                 session=session,

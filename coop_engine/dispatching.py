@@ -7,7 +7,7 @@ import secrets
 import string
 from typing import Any
 
-from coop_engine import prompts as texts
+from coop_engine import prompts
 from coop_engine.errors import Conflict
 from coop_engine.frame import CommandBase
 from coop_engine.models import Dispatch, Outbox, Session, Todo
@@ -54,7 +54,7 @@ class DispatchCommands(CommandBase):
         return outbox_id
 
     def _work_payload(self, todo: Todo, source: str) -> dict[str, Any]:
-        make = texts.cli_take_work if source == "cli-take" else texts.work
+        make = prompts.cli_take_work if source == "cli-take" else prompts.work
         return {
             "todo": todo.id,
             "title": todo.title,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from coop_engine.authority import AuthorityCommands
 from coop_engine.delivery import DeliveryCommands
-from coop_engine.enrollment import EnrollmentCommands
 from coop_engine.errors import CoopError
 from coop_engine.frame import fresh_key
 from coop_engine.invitations import InvitationCommands
@@ -15,7 +15,7 @@ from coop_engine.takes import TakeCommands
 
 
 class Engine(
-    InvitationCommands, TakeCommands, OutcomeCommands, DeliveryCommands, EnrollmentCommands
+    InvitationCommands, TakeCommands, OutcomeCommands, DeliveryCommands, AuthorityCommands
 ):
     """The ledger's rules. No I/O to chats or hosts happens here."""
 

@@ -55,41 +55,34 @@ class EntryLine:
     timestamp: str | None = None
 
 
-def _blocks(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""
-    parts = []
-    for block in content:
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        if kind == "text":
-            parts.append(str(block.get("text", "")))
-        elif kind == "tool_use":
-            parts.append(f"[tool {block.get('name')}]")
-        elif kind == "tool_result":
-            parts.append(_blocks(block.get("content")) or "[tool_result]")
-        else:
-            parts.append(f"[{kind}]")
-    return " ".join(parts)
-
-
 def _excerpt(entry: dict[str, Any], width: int | None) -> str:
-    message = entry.get("message")
-    content = message.get("content") if isinstance(message, dict) else entry.get("content")
-    text = _blocks(content)
-    attachment = entry.get("attachment")
-    if not text and isinstance(attachment, dict):
-        text = str(attachment.get("prompt") or "")
-    text = " ".join(text.split())
+    """What the entry says: an assistant's text, else its content's parts (text, tool
+    names, types), else an attachment's prompt; whitespace runs collapsed."""
+    from coop_engine import receipts
+
+    said = receipts.assistant_text(entry)
+    if said is None:
+        message = entry.get("message")
+        content = message.get("content") if isinstance(message, dict) else entry.get("content")
+        if isinstance(content, list):
+            content = " ".join(
+                str(part.get("text") or part.get("content") or part.get("name") or part.get("type"))
+                for part in content
+                if isinstance(part, dict)
+            )
+        attachment = entry.get("attachment")
+        if not content and isinstance(attachment, dict):
+            content = attachment.get("prompt")
+        said = str(content or "")
+    text = " ".join(said.split())
     return text if width is None else text[:width]
 
 
 def _origin(entry: dict[str, Any]) -> Any:
+    """Who sent the entry: its own origin, else (an absorbed peer message) its
+    attachment's."""
     attachment = entry.get("attachment")
-    if isinstance(attachment, dict) and attachment.get("origin") is not None:
+    if entry.get("origin") is None and isinstance(attachment, dict):
         return attachment.get("origin")
     return entry.get("origin")
 
@@ -109,9 +102,6 @@ def entry_line(
     if entry is None:
         return EntryLine(offset, "skipped", f"(skipped: {reason})", "")
     kind = "/".join(str(part) for part in (entry.get("type"), entry.get("subtype")) if part)
-    message = entry.get("message")
-    if entry.get("type") in ("user", "assistant") and isinstance(message, dict):
-        kind = str(message.get("role") or kind)
     mark = ""
     origin = _origin(entry)
     if isinstance(origin, dict) and origin.get("kind") == "peer":
@@ -132,9 +122,7 @@ def entry_line(
     )
 
 
-def entry_lines(
-    lines: list[tuple[int, str]], width: int | None = EXCERPT_WIDTH
-) -> list[EntryLine]:
+def entry_lines(lines: list[tuple[int, str]], width: int | None = EXCERPT_WIDTH) -> list[EntryLine]:
     """A run of transcript lines, each rendered with its turn's finals marked."""
     from coop_engine import receipts
 

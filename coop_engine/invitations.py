@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from coop_engine import prompts as texts
+from coop_engine import prompts
 from coop_engine.dispatching import (
     MANAGED_OUTCOME_DUE,
     DispatchCommands,
@@ -50,7 +50,7 @@ class InvitationCommands(DispatchCommands):
                 "todo": todo.id,
                 "title": todo.title,
                 "nonce": nonce,
-                "text": texts.invitation(todo.id, todo.title, todo.body, nonce),
+                "text": prompts.invitation(todo.id, todo.title, todo.body, nonce),
             }
             outbox_id = self._enqueue(now, session, dispatch, "invitation", payload)
             self._event(

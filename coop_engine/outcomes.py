@@ -1,4 +1,5 @@
-"""Fact 5 and its backstop: outcomes reported or decided, obligations swept."""
+"""Fact 5 and its backstop: outcomes reported or decided, obligations swept, and Dad's
+replies to a chat about its work."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 from coop_engine.dispatching import DispatchCommands
 from coop_engine.errors import Conflict, NotAuthorized
 from coop_engine.frame import fresh_key
-from coop_engine.models import Binding, Dispatch, Obligation
+from coop_engine.models import Binding, Dispatch, Obligation, Outbox
 
 REPORTERS = ("dad", "chief", "worker")
 
@@ -83,10 +84,16 @@ class OutcomeCommands(DispatchCommands):
             due = list(
                 Obligation.select().where((Obligation.state == "open") & (Obligation.due_at <= now))
             )
+            overdue = []
             for obligation in due:
-                Obligation.update(state="overdue").where(
-                    (Obligation.id == obligation.id) & (Obligation.state == "open")
-                ).execute()
+                changed = (
+                    Obligation.update(state="overdue")
+                    .where((Obligation.id == obligation.id) & (Obligation.state == "open"))
+                    .execute()
+                )
+                if changed != 1:
+                    continue  # another coordinator swept it first: it told Dad already
+                overdue.append(obligation.id)
                 subject = f"dispatch:{obligation.dispatch_id}"
                 self._event(
                     now, "sweep_obligations", f"obligation:{obligation.id}", "open", "overdue"
@@ -97,6 +104,34 @@ class OutcomeCommands(DispatchCommands):
                     f"Todo #{obligation.dispatch.todo_id} has no outcome yet",
                     subject,
                 )
-            return {"overdue": [o.id for o in due]}
+            return {"overdue": overdue}
 
         return self._command("sweep_obligations", fresh_key("sweep"), {}, run)
+
+    def queue_reply(self, session_id: int, text: str, by: str) -> dict[str, Any]:
+        """Dad's (or the chief's) reply to a chat, queued as a reply-review envelope at
+        the chat's current generation. It waits, pending, until the chat is managed."""
+        if by not in ("dad", "chief"):
+            raise NotAuthorized("A reply to a chat is Dad's, or the chief's")
+        if not text.strip():
+            raise ValueError("A reply needs text")
+
+        def run(now: float) -> dict[str, Any]:
+            session = self._session(session_id)
+            outbox_id = self.new_id()
+            Outbox.create(
+                id=outbox_id,
+                session=session,
+                generation=session.generation,
+                kind="reply-review",
+                payload={"text": text, "by": by},
+                created_at=now,
+                updated_at=now,
+            )
+            self._event(
+                now, "queue_reply", f"outbox:{outbox_id}", None, "pending", {"by": by}, who=by
+            )
+            return {"outbox": outbox_id}
+
+        args = {"session": session_id, "text": text, "by": by}
+        return self._command("queue_reply", fresh_key(f"reply:{session_id}"), args, run)

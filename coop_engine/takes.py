@@ -15,6 +15,9 @@ from coop_engine.errors import ENROLLMENT_CLASH, ONLY_CLI_TAKER_ADOPTED, Conflic
 from coop_engine.frame import fresh_key
 from coop_engine.models import Binding, Dispatch, Obligation, Outbox, Session
 
+ADOPTION_RETRY_SECONDS = 10 * 60
+REFUSED_ADOPTION_HOLD_SECONDS = 48 * 3600
+
 
 class TakeCommands(DispatchCommands):
     def take_cli(
@@ -84,81 +87,16 @@ class TakeCommands(DispatchCommands):
         host = str(identity["host"])
 
         def run(now: float) -> dict[str, Any]:
-            session = self._session(session_id)
-            if (
-                session.mode != "observed"
-                or session.surface != "compatibility"
-                or not session.native_id
-            ):
-                raise Conflict(ONLY_CLI_TAKER_ADOPTED)
-            clash = Session.get_or_none(
-                (Session.vendor == session.vendor)
-                & (Session.host == host)
-                & (Session.native_id == session.native_id)
-                & (Session.id != session_id)
-            )
-            if clash is not None:
-                raise Conflict(ENROLLMENT_CLASH.format(host=host, id=clash.id))
+            session = self._adoptable(session_id, host)
             generation = session.generation + 1
-            changed = (
-                Session.update(
-                    mode="managed",
-                    surface="native",
-                    enrollment="active",
-                    generation=generation,
-                    host=host,
-                    status=identity.get("status") or "unknown",
-                    name=identity.get("name") or session.name,
-                    updated_at=now,
-                )
-                .where(
-                    (Session.id == session_id)
-                    & (Session.mode == "observed")
-                    & (Session.surface == "compatibility")
-                )
-                .execute()
-            )
-            if changed != 1:
-                raise Conflict(ONLY_CLI_TAKER_ADOPTED)
-            active = Binding.select().where(
-                (Binding.session == session_id) & (Binding.state == "active")
-            )
-            dispatch_ids = sorted({b.dispatch_id for b in active})
-            Binding.update(generation=generation).where(
-                (Binding.session == session_id) & (Binding.state == "active")
-            ).execute()
-            moved = (
-                Outbox.update(generation=generation, updated_at=now)
-                .where((Outbox.session == session_id) & (Outbox.state == "pending"))
-                .execute()
-            )
+            self._enroll_in_place(now, session, identity, generation)
+            dispatch_ids, moved = self._carry_to(now, session_id, generation)
             session = self._session(session_id)
-            work = []
-            for dispatch_id in dispatch_ids:
-                dispatch = self._dispatch(dispatch_id)
-                receipt = {
-                    **dispatch.receipt,
-                    "adopted": {"at": now, "host": host, "generation": generation},
-                }
-                Dispatch.update(receipt=receipt).where(Dispatch.id == dispatch_id).execute()
-                work.append(
-                    self._enqueue(
-                        now,
-                        session,
-                        dispatch,
-                        "work",
-                        self._work_payload(dispatch.todo, "cli-take"),
-                    )
-                )
+            adopted = {"at": now, "host": host, "generation": generation}
+            work = [self._adopted_work(now, session, d, adopted) for d in dispatch_ids]
             subject = f"session:{session_id}"
-            self._event(
-                now,
-                "adopt_take",
-                subject,
-                "observed",
-                "managed",
-                {**identity, "generation": generation},
-            )
+            evidence = {**identity, "generation": generation}
+            self._event(now, "adopt_take", subject, "observed", "managed", evidence)
             self._notify(
                 now,
                 "chat enrolled",
@@ -175,3 +113,89 @@ class TakeCommands(DispatchCommands):
 
         args = {"session": session_id, "identity": identity}
         return self._command("adopt_take", f"adopt:{session_id}:{host}", args, run)
+
+    def _adoptable(self, session_id: int, host: str) -> Session:
+        """The CLI taker's row, if it may be adopted on `host`; otherwise Conflict."""
+        session = self._session(session_id)
+        if (
+            session.mode != "observed"
+            or session.surface != "compatibility"
+            or not session.native_id
+        ):
+            raise Conflict(ONLY_CLI_TAKER_ADOPTED)
+        clash = Session.get_or_none(
+            (Session.vendor == session.vendor)
+            & (Session.host == host)
+            & (Session.native_id == session.native_id)
+            & (Session.id != session_id)
+        )
+        if clash is not None:
+            raise Conflict(ENROLLMENT_CLASH.format(host=host, id=clash.id))
+        return session
+
+    def _enroll_in_place(
+        self, now: float, session: Session, identity: dict[str, Any], generation: int
+    ) -> None:
+        """Observed compatibility -> managed native, the same row (compare-and-set)."""
+        changed = (
+            Session.update(
+                mode="managed",
+                surface="native",
+                enrollment="active",
+                generation=generation,
+                host=str(identity["host"]),
+                status=identity.get("status") or "unknown",
+                name=identity.get("name") or session.name,
+                updated_at=now,
+            )
+            .where(
+                (Session.id == session.id)
+                & (Session.mode == "observed")
+                & (Session.surface == "compatibility")
+            )
+            .execute()
+        )
+        if changed != 1:
+            raise Conflict(ONLY_CLI_TAKER_ADOPTED)
+
+    def _carry_to(self, now: float, session_id: int, generation: int) -> tuple[list[int], int]:
+        """The chat's active bindings and pending envelopes move to the new generation:
+        the luggage carried across the fence (seed 003, #326). Returns the bound
+        dispatches and how many envelopes moved."""
+        active = (Binding.session == session_id) & (Binding.state == "active")
+        dispatch_ids = sorted({b.dispatch_id for b in Binding.select().where(active)})
+        Binding.update(generation=generation).where(active).execute()
+        moved = (
+            Outbox.update(generation=generation, updated_at=now)
+            .where((Outbox.session == session_id) & (Outbox.state == "pending"))
+            .execute()
+        )
+        return dispatch_ids, int(moved)
+
+    def _adopted_work(
+        self, now: float, session: Session, dispatch_id: int, adopted: dict[str, Any]
+    ) -> str:
+        """A CLI dispatch's receipt marked adopted, and the work envelope it never had."""
+        dispatch = self._dispatch(dispatch_id)
+        receipt = {**dispatch.receipt, "adopted": adopted}
+        Dispatch.update(receipt=receipt).where(Dispatch.id == dispatch_id).execute()
+        payload = self._work_payload(dispatch.todo, "cli-take")
+        return self._enqueue(now, session, dispatch, "work", payload)
+
+    def record_adoption_search(
+        self, session_id: int, search: dict[str, Any], refused: bool = False
+    ) -> dict[str, Any]:
+        """Where a CLI taker was searched and what each Mac answered. A refused
+        adoption is not tried again for 48 hours; any other answer waits 10 minutes."""
+
+        def run(now: float) -> dict[str, Any]:
+            self._session(session_id)
+            refused_until = now + REFUSED_ADOPTION_HOLD_SECONDS if refused else None
+            Session.update(
+                adoption={**search, "at": now}, last_tried_at=now, refused_until=refused_until
+            ).where(Session.id == session_id).execute()
+            self._event(now, "adoption_search", f"session:{session_id}", None, None, search)
+            return {"session": session_id, "refused_until": refused_until}
+
+        args = {"session": session_id, "search": search, "refused": refused}
+        return self._command("record_adoption_search", fresh_key(f"search:{session_id}"), args, run)

@@ -23,19 +23,20 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Static
+from textual.worker import Worker, WorkerState
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
+from coop_engine import queries
 from coop_engine.db import open_ledger
 from coop_engine.engine import Engine
-from coop_tui import ledger
+from coop_engine.loop.office import Office
+from coop_engine.loop.survey import asking
 from coop_tui.commands import CoopCommands
 from coop_tui.decisions import Decisions
 from coop_tui.live import LivePanes
-from coop_tui.messages import LedgerChanged
-from coop_tui.survey import asking
+from coop_tui.messages import LedgerChanged, ResendRequested
 from coop_tui.widgets.panes import HostsPane, OutboxPane, SessionsPane
-from hosts.fleet import Fleet
 
 Clock = Callable[[], float]
 STOP_SECONDS = 10.0
@@ -143,7 +144,7 @@ class CoopApp(LivePanes, Decisions):
     def __init__(
         self,
         home: Path,
-        fleet: Fleet,
+        office: Office,
         *,
         clock: Clock = time.time,
         coordinator: str = "auto",
@@ -154,7 +155,7 @@ class CoopApp(LivePanes, Decisions):
     ) -> None:
         super().__init__()
         self.home = home
-        self.fleet = fleet
+        self.office = office
         self.clock = clock
         self.coordinator_mode = coordinator
         self.banner = banner
@@ -201,23 +202,27 @@ class CoopApp(LivePanes, Decisions):
         self.outbox_pane.focus()
         # Every Mac has its row from the start, in fleet order: one that has not
         # answered yet says so, and the cursor never depends on who answered first.
-        self.hosts_pane.replace_rows(asking(name) for name in self.fleet.hosts)
+        self.hosts_pane.replace_rows(asking(name) for name in self.office.names)
         self.open_ledger()
         self.set_interval(self.survey_interval, self.survey_fleet)
         self.set_interval(5.0, self.refresh_ages)
         self.set_interval(2.0, self.poll_ledger)
         self.survey_fleet()
 
-    @work(thread=True, group="ledger", exit_on_error=True)
+    @work(thread=True, group="ledger", exit_on_error=False)
     def open_ledger(self) -> None:
         engine = self.engine or Engine(open_ledger(self.home), clock=self.clock, actor="dad")
-        window = ledger.outbox_window()
-        sessions = ledger.session_rows()
-        last = ledger.latest_event()
+        window = queries.outbox_window()
+        sessions = queries.session_rows()
+        last = queries.latest_event()
         self.call_from_thread(self._ledger_opened, engine, window, sessions, last)
 
     def _ledger_opened(
-        self, engine: Engine, window: ledger.OutboxWindow, sessions: list[dict[str, Any]], last: int
+        self,
+        engine: Engine,
+        window: queries.OutboxWindow,
+        sessions: list[dict[str, Any]],
+        last: int,
     ) -> None:
         self.engine = engine
         if not self._showing():
@@ -239,7 +244,7 @@ class CoopApp(LivePanes, Decisions):
         self._observer.start()
 
     def _start_coordinator(self) -> None:
-        from coop_engine.loop.serve import Server, running_server
+        from coop_engine.loop.serve import running_server
 
         serving = running_server(self.home)
         if self.coordinator_mode == "none" or (self.coordinator_mode == "auto" and serving):
@@ -249,12 +254,8 @@ class CoopApp(LivePanes, Decisions):
         assert self.engine is not None
         # The coordinator's transitions are Coop's; the keys pressed here are Dad's.
         coordinator = Engine(self.engine.db, clock=self.clock, actor="coop")
-        self._server = Server(
-            coordinator,
-            self.fleet,
-            self.home,
-            log=lambda line: None,
-            first_adoption_after=self.first_adoption_after,
+        self._server = self.office.coordinator(
+            coordinator, self.home, first_adoption_after=self.first_adoption_after
         )
         self._coordinator = self._server.start_thread()
         self._status("coordinator running in this app")
@@ -267,6 +268,29 @@ class CoopApp(LivePanes, Decisions):
 
     async def action_quit(self) -> None:
         self.exit()
+
+    # --- what the screens and workers tell the app ---------------------------------------
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        self.report_worker(event)
+
+    def report_worker(self, event: Worker.StateChanged) -> None:
+        """The one place a failed worker (the app's or a screen's) becomes visible: a
+        notice that stays until read, naming what failed and why."""
+        if event.state is not WorkerState.ERROR:
+            return
+        worker: Worker[object] = event.worker
+        what = worker.name or worker.group or "a background task"
+        self.notify(
+            f"{what} failed: {worker.error}",
+            title="Coop",
+            severity="error",
+            timeout=30,
+            markup=False,
+        )
+
+    def on_resend_requested(self, message: ResendRequested) -> None:
+        self.request_resend(message.outbox_id, message.done)
 
     def on_unmount(self) -> None:
         """However the app ends (q, ctrl+c, a pilot's exit), the coordinator thread and
@@ -315,9 +339,9 @@ class CoopApp(LivePanes, Decisions):
     def _reload_window(self) -> None:
         self._load_window(self.session_filter, self.text_filter)
 
-    @work(thread=True, group="ledger")
+    @work(thread=True, group="ledger", exit_on_error=False)
     def _load_window(self, session_id: int | None, text: str | None) -> None:
-        window = ledger.outbox_window(session_id, text=text)
+        window = queries.outbox_window(session_id, text=text)
         self.call_from_thread(self._show_window, window)
 
     def action_focus_pane(self, name: str) -> None:

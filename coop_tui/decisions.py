@@ -8,9 +8,9 @@ from collections.abc import Callable
 from textual import work
 from textual.app import App
 
+from coop_engine import queries
 from coop_engine.engine import Engine
 from coop_engine.errors import CoopError
-from coop_tui import ledger
 from coop_tui.messages import LedgerChanged
 from coop_tui.widgets.panes import OutboxPane
 
@@ -26,11 +26,11 @@ class Decisions(App[None]):
             return
         self.request_resend(row["id"])
 
-    @work(thread=True, group="commands")
+    @work(thread=True, group="commands", exit_on_error=False)
     def request_resend(self, outbox_id: str, done: Callable[[], None] | None = None) -> None:
         """Read the envelope as it is now: a proven loss not yet sent again is confirmed
         first; anything else goes straight to the engine, whose refusal says why."""
-        row = ledger.envelope(outbox_id)
+        row = queries.envelope_row(outbox_id)
         if row["state"] == "expired" and not row["resent_as"]:
             self.call_from_thread(self._confirm_resend, outbox_id, done)
         else:
@@ -45,7 +45,7 @@ class Decisions(App[None]):
 
         self.push_screen(ConfirmResend(outbox_id), decided)
 
-    @work(thread=True, group="commands")
+    @work(thread=True, group="commands", exit_on_error=False)
     def resend(self, outbox_id: str, done: Callable[[], None] | None = None) -> None:
         assert self.engine is not None
         try:
@@ -68,7 +68,7 @@ class Decisions(App[None]):
         if choice is not None:
             self.invite(*choice)
 
-    @work(thread=True, group="commands")
+    @work(thread=True, group="commands", exit_on_error=False)
     def invite(self, todo_id: int, session_ref: str, host: str) -> None:
         assert self.engine is not None
         try:

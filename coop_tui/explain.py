@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coop_engine.views import iso
+from coop_engine.formats import iso
 
 REASONS = {
     "refused-by-receiver-policy": (

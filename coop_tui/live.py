@@ -11,13 +11,11 @@ from textual import work
 from textual.app import App
 from textual.timer import Timer
 
+from coop_engine import queries
 from coop_engine.engine import Engine
-from coop_tui import ledger
+from coop_engine.loop.office import Office
 from coop_tui.messages import LedgerChanged
-from coop_tui.survey import survey
 from coop_tui.widgets.panes import HostsPane, OutboxPane, SessionsPane, merge_live
-from hosts.fleet import Fleet
-from hosts.mac.host import Host
 
 TRAILING_READS = (0.1, 0.5)  # seconds after the last signal
 
@@ -29,7 +27,7 @@ class LivePanes(App[None]):
     sessions_pane: SessionsPane
     outbox_pane: OutboxPane
     engine: Engine | None
-    fleet: Fleet
+    office: Office
     clock: Callable[[], float]
     surveys: dict[str, dict[str, Any]]
     session_rows: list[dict[str, Any]]
@@ -74,24 +72,24 @@ class LivePanes(App[None]):
             self.text_filter,
         )
 
-    @work(thread=True, group="ledger")
+    @work(thread=True, group="ledger", exit_on_error=False)
     def _refresh(
         self, last_event: int, shown: set[str], session_id: int | None, text: str | None
     ) -> None:
-        changes = ledger.changes_since(last_event)
+        changes = queries.changes_since(last_event)
         window = None
         fresh = any(row["id"] not in shown for row in changes.envelopes)
         # New envelopes are added as rows; only a burst, or a filter word (matched by
         # the database), reads the whole window again.
         if changes.reload or (fresh and text):
-            window = ledger.outbox_window(session_id, text=text)
-        sessions = ledger.session_rows() if changes.sessions else None
+            window = queries.outbox_window(session_id, text=text)
+        sessions = queries.session_rows() if changes.sessions else None
         self.call_from_thread(self._apply, changes, window, sessions)
 
     def _apply(
         self,
-        changes: ledger.Changes,
-        window: ledger.OutboxWindow | None,
+        changes: queries.Changes,
+        window: queries.OutboxWindow | None,
         sessions: list[dict[str, Any]] | None,
     ) -> None:
         self._refreshing = False
@@ -109,7 +107,7 @@ class LivePanes(App[None]):
             self._refresh_again = False
             self.request_refresh()
 
-    def _patch_outbox(self, changes: ledger.Changes) -> None:
+    def _patch_outbox(self, changes: queries.Changes) -> None:
         """Shown envelopes change in place; new ones of this scope join the window."""
         now = self.clock()
         fresh = []
@@ -120,10 +118,10 @@ class LivePanes(App[None]):
                 fresh.append(row)
         if fresh:
             self.outbox_total += sum(1 for row in fresh if row["id"] in changes.created)
-            self.outbox_pane.add_newest(fresh, ledger.OUTBOX_WINDOW)
+            self.outbox_pane.add_newest(fresh, queries.OUTBOX_WINDOW)
             self._title_outbox()
 
-    def _show_window(self, window: ledger.OutboxWindow) -> None:
+    def _show_window(self, window: queries.OutboxWindow) -> None:
         if not self._showing():
             return
         now = self.clock()
@@ -139,11 +137,11 @@ class LivePanes(App[None]):
         more = f", newest {shown} shown" if self.outbox_total > shown else ""
         self.outbox_pane.border_title = f"Outbox · {self.outbox_total} envelopes{scope}{more}"
 
-    @work(thread=True, group="poll")
+    @work(thread=True, group="poll", exit_on_error=False)
     def poll_ledger(self) -> None:
         if self.engine is None:
             return
-        if ledger.latest_event() > self.last_event:
+        if queries.latest_event() > self.last_event:
             self.post_message(LedgerChanged())
 
     def refresh_ages(self) -> None:
@@ -158,14 +156,21 @@ class LivePanes(App[None]):
     def survey_fleet(self) -> None:
         """Ask every Mac that is not still answering the last question: a Mac that hangs
         costs one waiting thread, never one more per interval."""
-        idle = {name: host for name, host in self.fleet.hosts.items() if name not in self._asking}
+        idle = [name for name in self.office.names if name not in self._asking]
         if idle:
             self._asking.update(idle)
             self._survey(idle)
 
-    @work(thread=True, group="survey", exclusive=False)
-    def _survey(self, hosts: dict[str, Host]) -> None:
-        survey(hosts, lambda report: self.call_from_thread(self._surveyed, report), self.clock)
+    @work(thread=True, group="survey", exclusive=False, exit_on_error=False)
+    def _survey(self, names: list[str]) -> None:
+        # Latency is timed with the app's clock too: a test that fixes the clock fixes
+        # every figure the panes show.
+        self.office.survey(
+            names,
+            lambda report: self.call_from_thread(self._surveyed, report),
+            self.clock,
+            self.clock,
+        )
 
     def _surveyed(self, report: dict[str, Any]) -> None:
         self._asking.discard(report["name"])

@@ -7,9 +7,7 @@ SVG of each screen in `screenshots/`.
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,9 +15,9 @@ from typing import Any
 
 from textual.pilot import Pilot
 
-from coop_engine.models import Outbox
+from coop_engine import queries
+from coop_engine.loop.demo import HINT, Demo
 from coop_tui.app import CoopApp
-from coop_tui.demo import HINT, DemoFleet, stage
 from coop_tui.screens.adoption import AdoptionScreen, TakersTable
 from coop_tui.screens.delivery import DeliveryScreen
 from coop_tui.screens.dialogs import ConfirmResend
@@ -64,29 +62,24 @@ async def tour(pilot: Pilot[Any], camera: Camera) -> None:
     """Each screen, reached by the keys a user would press."""
     app: Any = pilot.app
     await until(pilot, lambda: app.outbox_pane.row_count > 0, "outbox rows")
-    await until(pilot, lambda: len(app.surveys) == len(app.fleet.hosts), "answer from every Mac")
+    await until(pilot, lambda: len(app.surveys) == len(app.office.names), "answer from every Mac")
     await camera.shoot(pilot, "main")
 
-    accepted = (
-        Outbox.select()
-        .where((Outbox.kind == "invitation") & Outbox.accepted_at.is_null(False))
-        .order_by(Outbox.created_at)
-        .first()
+    envelopes = queries.outbox()  # oldest first
+    accepted = next(
+        row for row in envelopes if row["kind"] == "invitation" and row["facts"]["accepted"]
     )
-    await select(pilot, app.outbox_pane, accepted.id)
+    await select(pilot, app.outbox_pane, accepted["id"])
     await pilot.press("enter")
     await until(pilot, lambda: isinstance(app.screen, DeliveryScreen), "delivery detail")
     await until(pilot, lambda: app.screen.detail is not None, "delivery detail loaded")
     await camera.shoot(pilot, "delivery-detail")
     await pilot.press("escape")
 
-    lost = (
-        Outbox.select()
-        .where((Outbox.state == "expired") & Outbox.resent_as.is_null())
-        .order_by(Outbox.created_at.desc())
-        .first()
+    lost = next(
+        row for row in reversed(envelopes) if row["state"] == "expired" and not row["resent_as"]
     )
-    await select(pilot, app.outbox_pane, lost.id)
+    await select(pilot, app.outbox_pane, lost["id"])
     await pilot.press("r")
     await until(pilot, lambda: isinstance(app.screen, ConfirmResend), "confirmation")
     await camera.shoot(pilot, "confirm-send-again")
@@ -128,13 +121,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("screenshots"))
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    root = Path(tempfile.mkdtemp(prefix="coop-shots-"))
-    demo = DemoFleet(root, root / "coop-home")
-    fleet = demo.fleet()
     camera = Camera(args.out)
-    try:
-        stage(demo, fleet, lambda line: print(line, file=sys.stderr))
-        app = CoopApp(demo.home, fleet, banner=HINT, first_adoption_after=60.0)
+    with Demo(None, say=lambda line: print(line, file=sys.stderr)) as demo:
+        assert demo.office is not None
+        app = CoopApp(demo.home, demo.office, banner=HINT, first_adoption_after=60.0)
 
         async def drive(pilot: Pilot[object]) -> None:
             try:
@@ -143,9 +133,6 @@ def main(argv: list[str] | None = None) -> int:
                 app.exit()
 
         app.run(headless=True, size=SIZE, auto_pilot=drive)
-    finally:
-        demo.stop()
-        shutil.rmtree(root, ignore_errors=True)
     for path in camera.written:
         print(path)
     return 0 if len(camera.written) == 7 else 1

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from hosts.mac.host import Host
+from hosts.mac.host import Host, HostsError
 from hosts.mac.local import LocalHost
 
 TYPE_CHECKING = False
@@ -45,7 +45,7 @@ MAC_HEADER = r"^\s*\[\[\s*mac\s*\]\]"
 TABLE_HEADER = r"^\s*\["
 
 
-class FleetError(Exception):
+class FleetError(HostsError):
     """fleet.toml cannot be used; the message names the file and the line."""
 
 

@@ -1,5 +1,5 @@
-"""Who is calling, and may they decide (seed 001): Send again and outcome decisions are Dad's, or the chief's
-as his proxy. A peer frame or a worker's text is never Dad's authorization.
+"""Who is calling, and may they decide (seed 001): Send again and outcome decisions are
+Dad's, or the chief's as his proxy. A peer frame or a worker's text is never Dad's authorization.
 
 Dad is whoever types outside any chat; the chief is the chat Dad enrolled as chief;
 everything else typed inside a chat is a worker. The caller is detected the same way as

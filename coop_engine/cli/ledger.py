@@ -1,4 +1,5 @@
-"""CLI handlers that read or change the ledger."""
+"""The ledger commands: todos, invitations, decisions, the chief, adoption and the
+coordinator. Listings are in `listings.py`; the app's launcher in `launcher.py`."""
 
 from __future__ import annotations
 
@@ -7,33 +8,32 @@ import json
 import os
 import sys
 
-from coop_engine import views
-from coop_engine.cli.output import print_rows, short
-from coop_engine.db import coop_home, open_ledger
+from coop_engine import queries
+from coop_engine.cli.output import print_rows
+from coop_engine.db import open_ledger
 from coop_engine.engine import Engine
+from coop_engine.home import coop_home
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from coop_engine.cli.output import Column
+    from hosts.fleet import Fleet
 
 
 def open_engine(actor: str = "coop") -> Engine:
-    home = coop_home()
-    return Engine(open_ledger(home), actor=actor)
+    return Engine(open_ledger(coop_home()), actor=actor)
+
+
+def _fleet() -> Fleet:
+    from hosts.fleet import load_fleet
+
+    return load_fleet(coop_home())
 
 
 def todo_add(args: argparse.Namespace) -> int:
     engine = open_engine()
     result = engine.add_todo(args.title, args.body, args.project)
     print(json.dumps(result) if args.json else result["id"])
-    return 0
-
-
-def todo_list(args: argparse.Namespace) -> int:
-    open_engine()
-    columns = [
-        ("ID", lambda r: r["id"]),
-        ("STATE", lambda r: r["state"]),
-        ("PROJECT", lambda r: r["project"]),
-        ("TITLE", lambda r: r["title"]),
-    ]
-    print_rows(views.todos(), columns, args.json)
     return 0
 
 
@@ -60,92 +60,16 @@ def todo_take(args: argparse.Namespace) -> int:
 
 
 def todo_report(args: argparse.Namespace) -> int:
-    from coop_engine.cli.caller import caller_session, check_decider
+    from coop_engine.cli.caller import caller_session, check_decider, check_worker
 
     engine = open_engine(actor=args.by)
     caller = caller_session()
     if args.by == "worker":
-        _check_worker(engine, args.todo, caller)
+        check_worker(engine, args.todo, caller)
     else:
         check_decider(engine, "report", args.by, caller)
     result = engine.report_outcome(args.todo, args.outcome, args.by)
     print(f"todo #{result['todo']} done")
-    return 0
-
-
-def _check_worker(engine: Engine, todo_id: int, caller: str | None) -> None:
-    """A worker's report comes from the chat bound to the todo (when one is bound)."""
-    from coop_engine.errors import NotAuthorized
-
-    bound = views.bound_sessions(todo_id)
-    if bound and caller not in bound:
-        reason = f"Only the chat bound to todo #{todo_id} reports as worker ({', '.join(bound)})"
-        engine.record_refused_decision("report", "worker", caller, reason)
-        raise NotAuthorized(reason)
-
-
-def _facts(row: dict) -> str:
-    marks = []
-    for name in ("stored", "transport", "received", "accepted", "outcome"):
-        marks.append(name[0].upper() if row["facts"][name] else ".")
-    return "".join(marks)
-
-
-def outbox(args: argparse.Namespace) -> int:
-    open_engine()
-    columns = [
-        ("ID", lambda r: short(r["id"])),
-        ("KIND", lambda r: r["kind"]),
-        ("TODO", lambda r: r["todo"]),
-        ("SESSION", lambda r: short(r["session"], 15)),
-        ("STATE", lambda r: r["state"]),
-        ("FACTS", _facts),
-        ("REASON", lambda r: r["reason"] or r["conflict"] or r["last_error"]),
-        ("RESENT", lambda r: short(r["resent_as"]) if r["resent_as"] else None),
-    ]
-    print_rows(views.outbox(), columns, args.json)
-    return 0
-
-
-def sessions(args: argparse.Namespace) -> int:
-    open_engine()
-    columns = [
-        ("ID", lambda r: r["id"]),
-        ("VENDOR", lambda r: r["vendor"]),
-        ("HOST", lambda r: r["host"]),
-        ("NATIVE", lambda r: short(r["native_id"])),
-        ("MODE", lambda r: r["mode"]),
-        ("SURFACE", lambda r: r["surface"]),
-        ("STATUS", lambda r: r["status"]),
-        ("GEN", lambda r: r["generation"]),
-        ("NAME", lambda r: r["name"]),
-    ]
-    print_rows(views.sessions(), columns, args.json)
-    return 0
-
-
-def events(args: argparse.Namespace) -> int:
-    open_engine()
-    columns = [
-        ("AT", lambda r: r["at"]),
-        ("WHO", lambda r: r["who"]),
-        ("COMMAND", lambda r: r["command"]),
-        ("SUBJECT", lambda r: r["subject"]),
-        ("FROM", lambda r: r["from"]),
-        ("TO", lambda r: r["to"]),
-    ]
-    print_rows(views.events(args.limit), columns, args.json)
-    return 0
-
-
-def notifications(args: argparse.Namespace) -> int:
-    open_engine()
-    columns = [
-        ("AT", lambda r: r["at"]),
-        ("KIND", lambda r: r["kind"]),
-        ("TEXT", lambda r: r["text"]),
-    ]
-    print_rows(views.notifications(), columns, args.json)
     return 0
 
 
@@ -154,22 +78,17 @@ def resend(args: argparse.Namespace) -> int:
 
     engine = open_engine(actor=args.by)
     check_decider(engine, "resend", args.by, caller_session())
-    result = engine.resend(views.resolve_outbox_id(args.outbox_id), args.by)
+    result = engine.resend(queries.resolve_outbox_id(args.outbox_id), args.by)
     print(result["outbox"])
     return 0
 
 
-def obligations(args: argparse.Namespace) -> int:
-    open_engine()
-    columns = [
-        ("ID", lambda r: r["id"]),
-        ("TODO", lambda r: r["todo"]),
-        ("KIND", lambda r: "legacy" if r["legacy"] else r["kind"]),
-        ("DUE", lambda r: r["due_at"]),
-        ("STATE", lambda r: r["state"]),
-    ]
-    print_rows(views.obligations(), columns, args.json)
-    return 0
+ADOPTION_COLUMNS: list[Column] = [
+    ("SESSION", lambda r: r["session"]),
+    ("SEARCHED", lambda r: ", ".join(_answer(a) for a in r["searched"])),
+    ("FOUND", lambda r: r["found"]),
+    ("RESULT", lambda r: r["result"]),
+]
 
 
 def adopt(args: argparse.Namespace) -> int:
@@ -178,13 +97,7 @@ def adopt(args: argparse.Namespace) -> int:
     fleet = _fleet()
     engine = open_engine()
     results = AdoptionPass(engine, fleet.hosts, fleet.office, log=lambda line: None).run()
-    columns = [
-        ("SESSION", lambda r: r["session"]),
-        ("SEARCHED", lambda r: ", ".join(_answer(a) for a in r["searched"])),
-        ("FOUND", lambda r: r["found"]),
-        ("RESULT", lambda r: r["result"]),
-    ]
-    print_rows(results, columns, args.json)
+    print_rows(results, ADOPTION_COLUMNS, args.json)
     return 0
 
 
@@ -221,12 +134,6 @@ def print_line(line: str) -> None:
     print(line, flush=True)
 
 
-def _fleet():  # type: ignore[no-untyped-def]
-    from hosts.fleet import load_fleet
-
-    return load_fleet(coop_home())
-
-
 def invite(args: argparse.Namespace) -> int:
     fleet = _fleet()
     host = fleet.host(args.host)
@@ -260,18 +167,3 @@ def tick(args: argparse.Namespace) -> int:
     engine = Engine(open_ledger(coop_home()), clock=(lambda: at) if at is not None else time.time)
     Coordinator(engine, fleet.hosts).tick()
     return 0
-
-
-def tui(args: argparse.Namespace) -> int:
-    from coop_engine.home import ensure_home
-    from coop_tui.app import CoopApp
-
-    home = ensure_home(coop_home())
-    CoopApp(home, _fleet(), coordinator="none" if args.attach else "auto").run()
-    return 0
-
-
-def demo(args: argparse.Namespace) -> int:
-    from coop_tui.demo import run_demo
-
-    return run_demo(args.home, tui=not args.no_tui)

@@ -55,11 +55,15 @@ if TYPE_CHECKING:
     Subparsers = argparse._SubParsersAction[_Parser]
 
 
+# Each face of a command is imported only when that command runs: `coop chats` never
+# loads the ledger, `coop todo list` never loads the app.
+
+
 def _ledger(name: str) -> Handler:
     def run(args: argparse.Namespace) -> int:
-        from coop_engine.cli import ledger as cli_ledger
+        from coop_engine.cli import ledger
 
-        handler: Handler = getattr(cli_ledger, name)
+        handler: Handler = getattr(ledger, name)
         return handler(args)
 
     return run
@@ -67,10 +71,31 @@ def _ledger(name: str) -> Handler:
 
 def _fleet(name: str) -> Handler:
     def run(args: argparse.Namespace) -> int:
-        from coop_engine.cli import fleet as cli_fleet
+        from coop_engine.cli import fleet
 
-        handler: Handler = getattr(cli_fleet, name)
+        handler: Handler = getattr(fleet, name)
         return handler(args)
+
+    return run
+
+
+def _launcher(name: str) -> Handler:
+    def run(args: argparse.Namespace) -> int:
+        from coop_engine.cli import launcher
+
+        handler: Handler = getattr(launcher, name)
+        return handler(args)
+
+    return run
+
+
+def _listed(name: str) -> Handler:
+    """A listing of the ledger (coop_engine/cli/listings.py)."""
+
+    def run(args: argparse.Namespace) -> int:
+        from coop_engine.cli import listings
+
+        return listings.show(name, args)
 
     return run
 
@@ -137,7 +162,7 @@ def _todo(sub: Subparsers) -> None:
     add.set_defaults(handler=_ledger("todo_add"))
     listing = actions.add_parser("list", help="list todos")
     _json(listing)
-    listing.set_defaults(handler=_ledger("todo_list"))
+    listing.set_defaults(handler=_listed("todo list"))
     take = actions.add_parser("take", help="take a todo from inside a chat (the chat is detected)")
     take.add_argument("todo", type=_positive_int)
     _json(take)
@@ -153,7 +178,7 @@ def _listing(name: str, help_text: str) -> Callable[[Subparsers], None]:
     def register(sub: Subparsers) -> None:
         command = sub.add_parser(name, help=help_text)
         _json(command)
-        command.set_defaults(handler=_ledger(name))
+        command.set_defaults(handler=_listed(name))
 
     return register
 
@@ -162,7 +187,7 @@ def _events(sub: Subparsers) -> None:
     events = sub.add_parser("events", help="the ledger's history, newest first")
     _json(events)
     events.add_argument("--limit", type=_positive_int, default=50)
-    events.set_defaults(handler=_ledger("events"))
+    events.set_defaults(handler=_listed("events"))
 
 
 def _resend(sub: Subparsers) -> None:
@@ -240,7 +265,7 @@ def _tui(sub: Subparsers) -> None:
     tui.add_argument(
         "--attach", action="store_true", help="watch only; never run a coordinator here"
     )
-    tui.set_defaults(handler=_ledger("tui"))
+    tui.set_defaults(handler=_launcher("tui"))
 
 
 def _demo(sub: Subparsers) -> None:
@@ -248,7 +273,7 @@ def _demo(sub: Subparsers) -> None:
     demo.add_argument(
         "--no-tui", action="store_true", help="set the fleet up, print the outbox, stop"
     )
-    demo.set_defaults(handler=_ledger("demo"))
+    demo.set_defaults(handler=_launcher("demo"))
 
 
 COMMANDS: dict[str, Callable[[Subparsers], None]] = {
@@ -289,13 +314,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler = args.handler
     from coop_engine.cli.output import one_line
     from coop_engine.errors import CoopError
-    from hosts.fleet import FleetError
-    from hosts.mac.host import HostError
-    from hosts.mac.native import NativeRefusal
+    from hosts.mac.errors import HostsError
 
     try:
         return handler(args)
-    except (CoopError, FleetError, HostError, NativeRefusal) as error:
+    except (CoopError, HostsError) as error:
         print(f"coop: {one_line(str(error))}", file=sys.stderr)
         return 1
     except UsageError as error:

@@ -13,9 +13,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from coop_engine.engine import Engine
-from coop_engine.enrollment import ADOPTION_RETRY_SECONDS
 from coop_engine.errors import Conflict
 from coop_engine.models import Binding, Session
+from coop_engine.takes import ADOPTION_RETRY_SECONDS
 from hosts.mac.host import Host, HostError
 
 TAKE_WINDOW_SECONDS = 48 * 3600

@@ -10,7 +10,7 @@ from collections.abc import Callable, Collection, Mapping
 from peewee import JOIN
 
 from coop_engine.engine import Engine
-from coop_engine.loop.doors.claude import ClaudeAdapter
+from coop_engine.loop.doors.claude import ClaudeDoor
 from coop_engine.models import Dispatch, Obligation, Outbox, Session
 from hosts.mac.host import Host, HostError
 from hosts.mac.native import NativeRefusal
@@ -32,15 +32,13 @@ class Coordinator:
         self.hosts = hosts
         self.log = log
 
-    def adapter(
-        self, session: Session, only: Collection[str] | None = None
-    ) -> ClaudeAdapter | None:
+    def door(self, session: Session, only: Collection[str] | None = None) -> ClaudeDoor | None:
         if only is not None and session.host not in only:
             return None
         host = self.hosts.get(session.host)
         if host is None or session.vendor != "claude":
             return None
-        return ClaudeAdapter(self.engine, host, self.log)
+        return ClaudeDoor(self.engine, host, self.log)
 
     def _managed(self, query):  # type: ignore[no-untyped-def]
         """The rows, read in full before any is acted on: a SQLite read left open while
@@ -56,8 +54,8 @@ class Coordinator:
         """At start, before anything is sent: every uncertain envelope is searched for by
         its id in the receiver's transcript. Never infer unsent."""
         for row in self._managed(Outbox.select(Outbox, Session).where(Outbox.state == "uncertain")):
-            if (adapter := self.adapter(row.session)) is not None:
-                adapter.observe(row)
+            if (door := self.door(row.session)) is not None:
+                door.observe(row)
         self.cancel_stale()
 
     def tick(self, only: Collection[str] | None = None, stop: Callable[[], bool] = _never) -> None:
@@ -86,14 +84,14 @@ class Coordinator:
             for row in rows():
                 if stop():
                     return
-                adapter = self.adapter(row.session, only)
-                if adapter is None:
+                door = self.door(row.session, only)
+                if door is None:
                     self._undeliverable(row, phase, only)
                     continue
                 if phase == "verdict":
-                    adapter.verdict(row, now)
+                    door.verdict(row, now)
                 else:
-                    getattr(adapter, phase)(row)
+                    getattr(door, phase)(row)
         self.sweep_obligations(now)
         self.refresh_statuses(only)
 

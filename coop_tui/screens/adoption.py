@@ -11,9 +11,8 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
-from coop_engine.loop.adoption import AdoptionPass
-from coop_engine.models import Session
-from coop_tui import ledger
+from coop_engine import queries
+from coop_tui.screens.base import OfTheApp
 from coop_tui.widgets import cells
 from coop_tui.widgets.panes import Column, LedgerTable
 
@@ -49,7 +48,7 @@ class TakersTable(LedgerTable):
     ]
 
 
-class AdoptionScreen(Screen[None]):
+class AdoptionScreen(OfTheApp, Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
             "escape", "app.pop_screen", "Back", id="adoption.back", tooltip="Back to the panes"
@@ -78,9 +77,9 @@ class AdoptionScreen(Screen[None]):
         self.query_one(TakersTable).focus()
         self.load()
 
-    @work(thread=True, group="adoption")
+    @work(thread=True, group="adoption", exit_on_error=False)
     def load(self) -> None:
-        rows = ledger.cli_takers()
+        rows = queries.cli_takers()
         self.app.call_from_thread(self.show, rows)
 
     def show(self, rows: list[dict[str, Any]]) -> None:
@@ -93,14 +92,12 @@ class AdoptionScreen(Screen[None]):
             return
         self.adopt(int(row["id"]))
 
-    @work(thread=True, group="adoption")
+    @work(thread=True, group="adoption", exit_on_error=False)
     def adopt(self, session_id: int) -> None:
-        app: Any = self.app
-        session = Session.get_by_id(session_id)
-        adoption = AdoptionPass(
-            app.engine, app.fleet.hosts, app.fleet.office, log=lambda line: None
-        )
-        result = adoption.adopt_one(session)
+        engine = self.coop.engine
+        if engine is None:
+            return
+        result = self.coop.office.adopt(engine, session_id)
         # A Mac's answer is data: plain text, never markup.
         self.notify(f"{result['session'][:15]}: {result['result']}", title="Adoption", markup=False)
         self.load()

@@ -16,7 +16,10 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
-from coop_tui import explain, ledger
+from coop_engine import queries
+from coop_tui import explain
+from coop_tui.messages import ResendRequested
+from coop_tui.screens.base import OfTheApp
 
 
 def _evidence(value: Any) -> str:
@@ -135,7 +138,7 @@ def render_detail(detail: dict[str, Any]) -> Group:
     return Group(*parts)
 
 
-class DeliveryScreen(Screen[None]):
+class DeliveryScreen(OfTheApp, Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
             "escape", "app.pop_screen", "Back", id="delivery.back", tooltip="Back to the panes"
@@ -164,9 +167,12 @@ class DeliveryScreen(Screen[None]):
         self.sub_title = f"delivery {self.outbox_id[:8]}"
         self.load()
 
-    @work(thread=True)
+    def reload(self) -> None:
+        self.load()
+
+    @work(thread=True, exit_on_error=False)
     def load(self) -> None:
-        detail = ledger.delivery_detail(self.outbox_id)
+        detail = queries.delivery_detail(self.outbox_id)
         self.app.call_from_thread(self.show, detail)
 
     def show(self, detail: dict[str, Any]) -> None:
@@ -174,5 +180,4 @@ class DeliveryScreen(Screen[None]):
         self.query_one("#detail-body", Static).update(render_detail(detail))
 
     def action_resend(self) -> None:
-        app: Any = self.app
-        app.request_resend(self.outbox_id, done=self.load)
+        self.post_message(ResendRequested(self.outbox_id, done=self.reload))

@@ -14,10 +14,12 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from coop_tui import explain, ledger
+from coop_engine import queries
+from coop_tui import explain
+from coop_tui.screens.base import OfTheApp
 
 
-class ConfirmResend(ModalScreen[bool]):
+class ConfirmResend(OfTheApp, ModalScreen[bool]):
     """Send again shows the proof of loss before anything is decided."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -46,9 +48,9 @@ class ConfirmResend(ModalScreen[bool]):
     def on_mount(self) -> None:
         self.load()
 
-    @work(thread=True)
+    @work(thread=True, exit_on_error=False)
     def load(self) -> None:
-        detail = ledger.delivery_detail(self.outbox_id)
+        detail = queries.delivery_detail(self.outbox_id)
         self.app.call_from_thread(self.show, detail)
 
     def show(self, detail: dict[str, Any]) -> None:
@@ -98,7 +100,7 @@ class FilterDialog(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-class InviteDialog(ModalScreen[tuple[int, str, str] | None]):
+class InviteDialog(OfTheApp, ModalScreen[tuple[int, str, str] | None]):
     """Pick a todo, then a live chat on any Mac."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -116,9 +118,8 @@ class InviteDialog(ModalScreen[tuple[int, str, str] | None]):
             yield OptionList(id="chats")
 
     def on_mount(self) -> None:
-        app: Any = self.app
         chats = self.query_one("#chats", OptionList)
-        for host, survey in sorted(app.surveys.items()):
+        for host, survey in sorted(self.coop.surveys.items()):
             for chat in survey.get("chats", []):
                 if chat.get("live"):
                     name, status = chat.get("name") or "", chat.get("status") or ""
@@ -126,9 +127,9 @@ class InviteDialog(ModalScreen[tuple[int, str, str] | None]):
                     chats.add_option(Option(label, id=f"{host}|claude:{chat['session_id']}"))
         self.load_todos()
 
-    @work(thread=True)
+    @work(thread=True, exit_on_error=False)
     def load_todos(self) -> None:
-        todos = ledger.open_todos()
+        todos = queries.open_todos()
         self.app.call_from_thread(self.show_todos, todos)
 
     def show_todos(self, todos: list[dict[str, Any]]) -> None:

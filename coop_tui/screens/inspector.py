@@ -16,65 +16,27 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
-from coop_engine import receipts
-from hosts.mac.host import HostError
-from hosts.mac.native import NativeRefusal
+from coop_engine.formats import EntryLine, entry_lines
+from coop_tui.screens.base import OfTheApp
 
 TAIL_BYTES = 64 << 10
-TEXT_WIDTH = 160
+MARKS = {"peer": ("◆", "cyan"), "final": ("■", "green"), "held": ("!", "yellow")}
 
 
-def _excerpt(entry: dict[str, Any]) -> str:
-    said = receipts.assistant_text(entry)
-    if said is not None:
-        return said
-    message = entry.get("message")
-    content = message.get("content") if isinstance(message, dict) else entry.get("content")
-    if isinstance(content, list):
-        parts = [
-            str(p.get("text") or p.get("content") or p.get("name") or p.get("type"))
-            for p in content
-            if isinstance(p, dict)
-        ]
-        content = " ".join(parts)
-    attachment = entry.get("attachment")
-    if not content and isinstance(attachment, dict):
-        content = attachment.get("prompt")
-    return str(content or "")
-
-
-def describe_line(offset: int, text: str, finals: set[int]) -> Text:
+def describe_line(line: EntryLine) -> Text:
     """One transcript line, one row: a mark, its byte offset, its type, an excerpt."""
-    entry, reason = receipts.parse(text)
-    if entry is None:
-        return Text(f"  {offset:>9}  (skipped: {reason})", style="dim")
-    kind = str(entry.get("type"))
-    if entry.get("subtype"):
-        kind += f"/{entry['subtype']}"
-    origin = (
-        entry.get("origin") or (entry.get("attachment") or {}).get("origin")
-        if isinstance(entry.get("attachment"), dict)
-        else entry.get("origin")
-    )
-    mark, style = " ", ""
-    if isinstance(origin, dict) and origin.get("kind") == "peer":
-        mark, style = "◆", "cyan"
-        kind += f" peer from {origin.get('from')} msg_id {origin.get('msg_id')}"
-    elif offset in finals:
-        mark, style = "■", "green"
-        kind += " FINAL"
-    elif receipts.held_notice(entry, offset) is not None:
-        mark, style = "!", "yellow"
-    excerpt = " ".join(_excerpt(entry).split())[:TEXT_WIDTH]
+    if line.mark == "skipped":
+        return Text(f"  {line.offset:>9}  {line.kind}", style="dim")
+    mark, style = MARKS.get(line.mark, (" ", ""))
     return Text.assemble(
         (f"{mark} ", style),
-        (f"{offset:>9}  ", "dim"),
-        (kind, style or "bold"),
-        ("  " + excerpt if excerpt else ""),
+        (f"{line.offset:>9}  ", "dim"),
+        (line.kind, style or "bold"),
+        ("  " + line.excerpt if line.excerpt else ""),
     )
 
 
-class InspectorScreen(Screen[None]):
+class InspectorScreen(OfTheApp, Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
             "escape", "app.pop_screen", "Back", id="inspector.back", tooltip="Back to the panes"
@@ -107,24 +69,14 @@ class InspectorScreen(Screen[None]):
     def action_reload(self) -> None:
         self.read(self.chat["host"], self.chat["native_id"])
 
-    @work(thread=True, exclusive=True)
+    @work(thread=True, exclusive=True, exit_on_error=False)
     def read(self, host_name: str, native_id: str) -> None:
-        app: Any = self.app
-        host = app.fleet.hosts.get(host_name)
-        if host is None:
-            self.app.call_from_thread(self.show, {"error": f"{host_name} is not in the fleet"})
-            return
-        try:
-            entry = host.registry_entry(native_id)
-            tail = host.transcript_tail(native_id, TAIL_BYTES)
-        except (HostError, NativeRefusal) as error:
-            self.app.call_from_thread(self.show, {"error": str(error)})
-            return
-        survey = app.surveys.get(host_name, {})
-        verdict = next(
+        found = self.coop.office.inspect(host_name, native_id, TAIL_BYTES)
+        survey = self.coop.surveys.get(host_name, {})
+        found["socket"] = next(
             (c["socket"] for c in survey.get("chats", []) if c.get("session_id") == native_id), None
         )
-        self.app.call_from_thread(self.show, {"entry": entry, "tail": tail, "socket": verdict})
+        self.app.call_from_thread(self.show, found)
 
     def show(self, found: dict[str, Any]) -> None:
         body = self.query_one("#inspector-body", Static)
@@ -132,7 +84,6 @@ class InspectorScreen(Screen[None]):
             body.update(Text(found["error"], style="red"))
             return
         lines = [(int(offset), str(text)) for offset, text in found["tail"]["lines"]]
-        finals = {final.offset for final in receipts.finals(lines)}
         entry = found["entry"]
         parts: list[Any] = [
             Text("Registry entry", style="bold underline"),
@@ -146,5 +97,5 @@ class InspectorScreen(Screen[None]):
             ),
             Text("◆ peer entry   ■ turn final   ! held notice", style="dim"),
         ]
-        parts += [describe_line(offset, text, finals) for offset, text in lines]
+        parts += [describe_line(line) for line in entry_lines(lines)]
         body.update(Group(*parts))

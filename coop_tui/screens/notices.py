@@ -10,7 +10,8 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, Header
 
-from coop_tui import ledger
+from coop_engine import queries
+from coop_tui.screens.base import OfTheApp
 from coop_tui.widgets import cells
 from coop_tui.widgets.panes import Column, LedgerTable
 
@@ -23,7 +24,7 @@ class NoticesTable(LedgerTable):
     ]
 
 
-class NotificationsScreen(Screen[None]):
+class NotificationsScreen(OfTheApp, Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back", id="notices.back", tooltip="Back to the panes"),
     ]
@@ -38,9 +39,9 @@ class NotificationsScreen(Screen[None]):
         self.query_one(NoticesTable).focus()
         self.load()
 
-    @work(thread=True)
+    @work(thread=True, exit_on_error=False)
     def load(self) -> None:
-        rows = ledger.notifications()
+        rows = queries.notifications(limit=200)
         self.app.call_from_thread(self.show, rows)
 
     def show(self, rows: list[dict[str, Any]]) -> None:

@@ -1,42 +1,50 @@
 """The Host interface: everything Coop does on a Mac, in JSON-able values.
 
-`LocalHost` answers in-process; `SshHost` sends the same operations to `helper.py`
-running on another Mac, which answers them with a `LocalHost` there. A refusal by the
-native door (`NativeRefusal`) means nothing was written; a `HostError` means the Mac
-itself could not be asked.
+Each operation is declared once, below, by `@operation`: its name and arguments are the
+method's, and calling it sends both to `call`. `LocalHost` answers a call in this
+process (its `_op_<name>` methods); `SshHost` and `PipeHost` send it to the helper on
+another Mac, which answers it with a `LocalHost` there. `OPERATIONS`, which the helper
+and the channel check every request against, is the set of names declared here.
+
+A refusal by the native door (`NativeRefusal`) means nothing was written; a `HostError`
+means the Mac itself could not be asked. Both are `HostsError`s.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
+from hosts.mac.errors import HostError, HostsError, NativeRefusal
+
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Callable
+    from typing import Any, TypeVar
 
-OPERATIONS = (
-    "chats",
-    "target",
-    "send_frame",
-    "registry_entry",
-    "policy_inputs",
-    "transcript_position",
-    "transcript_scan",
-    "transcript_read",
-    "transcript_tail",
-    "codex_threads",
-    "find_session",
-    "health",
-)
+    Operation = TypeVar("Operation", bound=Callable[..., Any])
+
+__all__ = ["OPERATIONS", "Host", "HostError", "HostsError", "NativeRefusal", "operation"]
+
+# name -> the operation's argument names, in order
+OPERATIONS: dict[str, tuple[str, ...]] = {}
 
 
-class HostError(Exception):
-    """A Mac could not be asked: refused, timed out, auth failed, host key, helper crashed."""
+def operation(declared: Operation) -> Operation:
+    """Declare a host operation. The method's body is never run: a call binds its
+    arguments by name (defaults filled in) and hands them to `self.call`."""
+    name = declared.__name__
+    code = declared.__code__
+    names = code.co_varnames[1 : code.co_argcount]
+    given = declared.__defaults__ or ()
+    defaults = {names[len(names) - len(given) + i]: value for i, value in enumerate(given)}
+    OPERATIONS[name] = names
 
-    def __init__(self, host: str, cause: str) -> None:
-        super().__init__(f"{host}: {cause}")
-        self.host = host
-        self.cause = cause
+    def send(self: Host, *args: Any, **kwargs: Any) -> Any:
+        values = {**defaults, **{names[i]: value for i, value in enumerate(args)}, **kwargs}
+        return self.call(name, **values)
+
+    send.__name__, send.__qualname__, send.__doc__ = name, declared.__qualname__, declared.__doc__
+    return send  # type: ignore[return-value]
 
 
 class Host(ABC):
@@ -48,78 +56,60 @@ class Host(ABC):
     def call(self, op: str, **args: Any) -> Any:
         """Run one operation of OPERATIONS with JSON-able arguments and result."""
 
-    # Named wrappers, so callers read as what they do.
-
+    @operation
     def chats(self, with_policy: bool = False) -> dict[str, Any]:
-        """Registry entries with liveness and socket verdicts, and skipped files."""
-        result: dict[str, Any] = self.call("chats", with_policy=with_policy)
-        return result
+        """Registry entries with liveness and socket verdicts, and skipped files; with
+        `with_policy`, each live chat's inputs to the inbound prediction."""
 
+    @operation
     def target(self, session_id: str) -> dict[str, Any]:
         """The four facts of exactly one live match, or NativeRefusal."""
-        result: dict[str, Any] = self.call("target", session_id=session_id)
-        return result
 
+    @operation
     def send_frame(self, expected: dict[str, Any], session_id: str, line: str) -> dict[str, Any]:
         """Third registry read on this Mac, compared with `expected`, then the write."""
-        result: dict[str, Any] = self.call(
-            "send_frame", expected=expected, session_id=session_id, line=line
-        )
-        return result
 
+    @operation
     def registry_entry(self, session_id: str) -> dict[str, Any] | None:
         """The live registry entry for the session id, or None."""
-        result: dict[str, Any] | None = self.call("registry_entry", session_id=session_id)
-        return result
 
+    @operation
     def policy_inputs(self, session_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = self.call("policy_inputs", session_id=session_id)
-        return result
+        """What the inbound prediction reads for one live chat (settings, its command
+        line, its recorded permission mode)."""
 
+    @operation
     def transcript_position(self, session_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = self.call("transcript_position", session_id=session_id)
-        return result
+        """The transcript's path, size and inode (size 0 before the first message)."""
 
+    @operation
     def transcript_scan(
         self, session_id: str, offset: int, needles: list[str], inode: int | None = None
     ) -> dict[str, Any]:
-        result: dict[str, Any] = self.call(
-            "transcript_scan", session_id=session_id, offset=offset, needles=needles, inode=inode
-        )
-        return result
+        """Complete lines from `offset` that contain any needle, found by a byte scan."""
 
+    @operation
     def transcript_read(
         self, session_id: str, offset: int, max_bytes: int, inode: int | None = None
     ) -> dict[str, Any]:
-        result: dict[str, Any] = self.call(
-            "transcript_read",
-            session_id=session_id,
-            offset=offset,
-            max_bytes=max_bytes,
-            inode=inode,
-        )
-        return result
+        """Complete lines from `offset`, at most `max_bytes`."""
 
+    @operation
     def transcript_tail(self, session_id: str, max_bytes: int) -> dict[str, Any]:
-        result: dict[str, Any] = self.call(
-            "transcript_tail", session_id=session_id, max_bytes=max_bytes
-        )
-        return result
+        """The last complete lines within `max_bytes` of the end."""
 
+    @operation
     def codex_threads(self) -> dict[str, Any]:
         """This Mac's Codex thread list (hosts/mac/codex.py)."""
-        result: dict[str, Any] = self.call("codex_threads")
-        return result
 
+    @operation
     def find_session(self, vendor: str, native_id: str) -> dict[str, Any]:
         """Adoption's question to one Mac: how many live chats (Claude) or saved threads
         (Codex) carry this id here."""
-        result: dict[str, Any] = self.call("find_session", vendor=vendor, native_id=native_id)
-        return result
 
+    @operation
     def health(self) -> dict[str, Any]:
-        result: dict[str, Any] = self.call("health")
-        return result
+        """The Mac's name, clock and chat counts."""
 
     def close(self) -> None:  # noqa: B027 - a host without connections has nothing to release
         """Release connections; the next call reconnects."""

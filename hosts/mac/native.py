@@ -14,6 +14,7 @@ import stat
 import time
 from pathlib import Path
 
+from hosts.mac.errors import NativeRefusal
 from hosts.mac.platforms import Platform
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
@@ -29,14 +30,6 @@ MAX_ENTRY_BYTES = 1 << 20
 TORN_RETRIES = 3
 TORN_RETRY_DELAY = 0.01
 CONNECT_TIMEOUT = 5.0
-
-
-class NativeRefusal(Exception):
-    """The door refused before any byte was written. `detail` says which check failed."""
-
-    def __init__(self, message: str, detail: str | None = None) -> None:
-        super().__init__(message)
-        self.detail = detail
 
 
 # Plain classes rather than dataclasses: `coop chats` is started often, and importing

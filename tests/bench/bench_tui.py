@@ -27,6 +27,7 @@ import peewee as pw
 
 from coop_engine.db import open_ledger
 from coop_engine.engine import Engine
+from coop_engine.loop.office import Office
 from coop_engine.models import Event, Outbox, Session, Todo, database
 from coop_tui.app import CoopApp
 from coop_tui.messages import LedgerChanged
@@ -93,7 +94,7 @@ def build(home: Path, envelopes: int) -> None:
 
 def run_app(home: Path, paints: list[float], applies: list[float]) -> None:
     """One start of the app: its first paint, then EVENTS new invitations applied."""
-    app = CoopApp(home, Fleet("office", {}), coordinator="none", clock=lambda: T0 + LARGE)
+    app = CoopApp(home, Office(Fleet("office", {})), coordinator="none", clock=lambda: T0 + LARGE)
 
     async def run() -> None:
         started = time.perf_counter()

@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from clock import Clock
-from simchat import ROOT, SimFleet
 
 from coop_engine.db import open_ledger
 from coop_engine.engine import Engine
 from coop_engine.loop.adoption import AdoptionPass
 from coop_engine.loop.coordinator import Coordinator
 from hosts.mac.local import LocalHost
+from hosts.sim.launch import ROOT, SimFleet
 
 MACS = ("office", "laptop", "studio")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from officekit import Office
 
-from coop_engine import views
+from coop_engine import queries
 
 COOP = str(Path(sys.executable).with_name("coop"))
 
@@ -53,17 +53,17 @@ def test_worker_chat_typing_by_dad_is_refused_and_recorded(office: Office, resen
     output = run_in_chat(office, f"{COOP} resend {resend_id} --by dad")
     assert "--by dad is refused inside a chat (claude:" in output
     assert output.strip().splitlines()[-1] == "1"
-    (refused,) = [e for e in views.events() if e["command"] == "refused_decision"]
+    (refused,) = [e for e in queries.events() if e["command"] == "refused_decision"]
     assert refused["evidence"]["claimed"] == "dad"
     assert refused["evidence"]["caller"].startswith("claude:")
-    assert views.envelope_row(resend_id)["resent_as"] is None
+    assert queries.envelope_row(resend_id)["resent_as"] is None
 
 
 def test_worker_chat_typing_by_chief_is_refused(office: Office, resend_id: str) -> None:
     office.engine.set_chief("claude:cccccccc-0000-4000-8000-00000000c1ef", "dad")
     output = run_in_chat(office, f"{COOP} resend {resend_id} --by chief")
     assert "--by chief is accepted only from the chief's chat" in output
-    assert views.envelope_row(resend_id)["resent_as"] is None
+    assert queries.envelope_row(resend_id)["resent_as"] is None
 
 
 def test_the_chiefs_own_chat_may_send_again(office: Office, resend_id: str) -> None:
@@ -71,7 +71,7 @@ def test_the_chiefs_own_chat_may_send_again(office: Office, resend_id: str) -> N
     office.engine.set_chief(f"claude:{chief}", "dad")
     output = run_in_chat(office, f"{COOP} resend {resend_id} --by chief", "--session-id", chief)
     assert output.strip().splitlines()[-1] == "0", output
-    assert views.envelope_row(resend_id)["resent_as"] == output.splitlines()[0]
+    assert queries.envelope_row(resend_id)["resent_as"] == output.splitlines()[0]
 
 
 def test_the_chief_named_in_the_environment_may_send_again(office: Office, resend_id: str) -> None:
@@ -94,7 +94,7 @@ def test_dad_from_a_plain_terminal_may_send_again(office: Office, resend_id: str
         env=office.env(),
     )
     assert result.returncode == 0, result.stderr
-    assert views.envelope_row(resend_id)["resent_as"] == result.stdout.strip()
+    assert queries.envelope_row(resend_id)["resent_as"] == result.stdout.strip()
 
 
 def test_only_dad_names_the_chief(office: Office) -> None:
@@ -130,5 +130,5 @@ def test_a_worker_report_comes_from_the_bound_chat(office: Office) -> None:
         env=office.env(PIPPA_COOP_SESSION=chat.ref),
     )
     assert bound.returncode == 0, bound.stderr
-    (obligation,) = views.obligations()
+    (obligation,) = queries.obligations()
     assert obligation["state"] == "met"

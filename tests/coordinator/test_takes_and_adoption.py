@@ -13,8 +13,7 @@ from typing import Any
 
 from officekit import Office
 
-from coop_engine import prompts as texts
-from coop_engine import views
+from coop_engine import formats, prompts, queries
 from coop_engine.models import Outbox, Session
 
 COOP = str(Path(sys.executable).with_name("coop"))
@@ -55,9 +54,9 @@ def test_cli_take_inside_a_chat_is_detected_through_several_shells(office: Offic
     (dispatch,) = row.dispatches
     assert dispatch.state == "accepted" and dispatch.receipt["source"] == "cli-take"
     assert [b.state for b in row.bindings] == ["active"]
-    (obligation,) = views.obligations()
+    (obligation,) = queries.obligations()
     assert obligation["legacy"] is True
-    assert obligation["due_at"] == views.iso(dispatch.accepted_at + 3 * 3600)
+    assert obligation["due_at"] == formats.iso(dispatch.accepted_at + 3 * 3600)
 
 
 def test_cli_take_names_its_chat_from_the_environment(office: Office) -> None:
@@ -84,9 +83,9 @@ def test_cli_take_with_no_chat_is_still_a_take_with_a_legacy_obligation(office: 
     assert result.returncode == 0, result.stderr
     assert "legacy take" in result.stdout
     assert Session.select().count() == 0
-    (todo,) = views.todos()
+    (todo,) = queries.todos()
     assert todo["state"] == "taken"
-    (obligation,) = views.obligations()
+    (obligation,) = queries.obligations()
     assert obligation["legacy"] is True
 
 
@@ -104,9 +103,9 @@ def test_adoption_finds_the_chat_on_its_declared_mac(office: Office) -> None:
     row = Session.get_by_id(session_id)
     assert (row.mode, row.surface, row.generation, row.host) == ("managed", "native", 2, "laptop")
     (work,) = Outbox.select().where(Outbox.session == session_id)
-    assert work.kind == "work" and work.payload["text"].startswith(texts.CLI_TAKE_OPENING)
+    assert work.kind == "work" and work.payload["text"].startswith(prompts.CLI_TAKE_OPENING)
     assert work.payload["scope"]["source"] == "cli-take"
-    assert [n["kind"] for n in views.notifications()] == ["chat enrolled"]
+    assert [n["kind"] for n in queries.notifications()] == ["chat enrolled"]
     office.coordinator.tick()
     wait_for(lambda: (office.coordinator.tick(), Outbox.get_by_id(work.id).state == "delivered")[1])
 

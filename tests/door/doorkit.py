@@ -8,15 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from clock import Clock
-from simchat import SimChat, SimFleet
 
-from coop_engine import views
+from coop_engine import queries
 from coop_engine.db import open_ledger
 from coop_engine.engine import Engine
 from coop_engine.loop.coordinator import Coordinator
 from coop_engine.models import Outbox
 from hosts.mac.host import Host
 from hosts.mac.local import LocalHost
+from hosts.sim.launch import SimChat, SimFleet
 
 
 class Door:
@@ -46,7 +46,7 @@ class Door:
         self.coordinator.tick()
 
     def row(self, outbox_id: str) -> dict[str, Any]:
-        return views.envelope(Outbox.get_by_id(outbox_id))
+        return queries.envelope(Outbox.get_by_id(outbox_id))
 
     def work_for(self, invitation_id: str) -> str | None:
         invitation = Outbox.get_by_id(invitation_id)

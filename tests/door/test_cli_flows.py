@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from simchat import SimFleet
+
+from hosts.sim.launch import SimFleet
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from coop_engine import prompts as texts
+from coop_engine import prompts
 from coop_engine.errors import ENROLLMENT_CLASH, ONLY_CLI_TAKER_ADOPTED, Conflict
 from coop_engine.models import Binding, Dispatch, Notification, Obligation, Session, Todo
 
@@ -69,7 +69,7 @@ def test_adoption_enqueues_a_cli_take_work_envelope_per_dispatch(steps):
         assert envelope.payload["text"].startswith(SEED_003_OPENING)
         assert envelope.payload["scope"]["source"] == "cli-take"
     assert work[0].payload["scope"]["project"] == "ledger"
-    assert texts.CLI_TAKE_OPENING == SEED_003_OPENING
+    assert prompts.CLI_TAKE_OPENING == SEED_003_OPENING
 
 
 def test_adoption_marks_each_dispatch_receipt_adopted(steps):

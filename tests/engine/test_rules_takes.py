@@ -284,3 +284,22 @@ def test_a_met_obligation_never_becomes_overdue(steps, clock):
     clock.advance(10 * HOUR)
     assert steps.engine.sweep_obligations()["overdue"] == []
     assert outcome_obligation(accepted["dispatch"]).state == "met"
+
+
+def test_a_sweep_that_loses_the_race_tells_dad_nothing(steps, clock, monkeypatch):
+    # Two coordinators on one ledger (PostgreSQL lets both read the obligation open):
+    # the one whose compare-and-set changes no row records no event and no notice.
+    from coop_engine import outcomes
+
+    accepted = steps.accepted()
+    clock.advance(2 * HOUR)
+    real_update = outcomes.Obligation.update
+
+    def rival_first(*args, **kwargs):
+        real_update(state="overdue").where(outcomes.Obligation.state == "open").execute()
+        return real_update(*args, **kwargs)
+
+    monkeypatch.setattr(outcomes.Obligation, "update", rival_first)
+    assert steps.engine.sweep_obligations()["overdue"] == []
+    assert outcome_obligation(accepted["dispatch"]).state == "overdue"
+    assert not Notification.select().where(Notification.kind == "obligation overdue").exists()

@@ -30,18 +30,18 @@ from typing import Any
 
 import pytest
 from clock import Clock
-from simchat import SimChat, SimFleet
 
-from coop_engine import frame as commands
+from coop_engine import frame
 from coop_engine.db import open_ledger
 from coop_engine.delivery import DeliveryCommands
 from coop_engine.engine import Engine
 from coop_engine.loop.coordinator import Coordinator
-from coop_engine.loop.doors.claude import ClaudeAdapter
+from coop_engine.loop.doors.claude import ClaudeDoor
 from coop_engine.models import TABLES, Outbox
 from hosts.mac.host import Host
 from hosts.mac.local import LocalHost
 from hosts.pipe import PipeHost
+from hosts.sim.launch import SimChat, SimFleet
 
 STAGE: contextvars.ContextVar[str] = contextvars.ContextVar("stage", default="")
 OP: contextvars.ContextVar[str] = contextvars.ContextVar("op", default="")
@@ -282,7 +282,7 @@ def instrument(monkeypatch: pytest.MonkeyPatch, world: World) -> None:
         monkeypatch.setattr(cls, name, wrapper)
 
     for name in ("deliver", "observe", "verdict"):
-        staged(ClaudeAdapter, name, name)
+        staged(ClaudeDoor, name, name)
     staged(Coordinator, "refresh_statuses", "statuses")
     staged(Coordinator, "sweep_obligations", "obligations")
     staged(Coordinator, "cancel_stale", "stale")
@@ -300,13 +300,13 @@ def instrument(monkeypatch: pytest.MonkeyPatch, world: World) -> None:
 
     monkeypatch.setattr(host_cls, "call", call)
 
-    original_command = commands.CommandBase._command
+    original_command = frame.CommandBase._command
 
     def command(self: Any, name: str, key: str, args: dict[str, Any], body: Any) -> Any:
         SEEN_COMMANDS[name] += 1
         return world.recorder.around(name, lambda: original_command(self, name, key, args, body))
 
-    monkeypatch.setattr(commands.CommandBase, "_command", command)
+    monkeypatch.setattr(frame.CommandBase, "_command", command)
     original_cursor = DeliveryCommands.advance_cursor
 
     def advance_cursor(self: Any, outbox_id: str, offset: int) -> None:

@@ -15,7 +15,7 @@ import peewee as pw
 import pytest
 
 from coop_engine.engine import Engine
-from coop_engine.loop.doors.claude import ClaudeAdapter
+from coop_engine.loop.doors.claude import ClaudeDoor
 from coop_engine.loop.serve import Server
 from coop_engine.models import Outbox
 from hosts.fleet import Fleet as MacFleet
@@ -75,10 +75,10 @@ def test_another_process_writing_the_ledger_mid_pass_does_not_fail_the_next_send
     refuses at once to begin a write over a read older than another's commit)."""
     world = World(fleet, fault_root)
     first, second = world.invite("accept"), world.invite("accept")
-    original = ClaudeAdapter.deliver
+    original = ClaudeDoor.deliver
     wrote: list[int] = []
 
-    def deliver(self: ClaudeAdapter, row: Outbox) -> None:
+    def deliver(self: ClaudeDoor, row: Outbox) -> None:
         if not wrote:
             env = {**os.environ, "COOP_HOME": str(world.home)}
             env.pop("COOP_DATABASE_URL", None)
@@ -89,7 +89,7 @@ def test_another_process_writing_the_ledger_mid_pass_does_not_fail_the_next_send
             wrote.append(added.returncode)
         original(self, row)
 
-    monkeypatch.setattr(ClaudeAdapter, "deliver", deliver)
+    monkeypatch.setattr(ClaudeDoor, "deliver", deliver)
     try:
         world.tick()
         assert wrote == [0]

@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from simchat import SimFleet
+
+from hosts.sim.launch import SimFleet
 
 
 @pytest.fixture

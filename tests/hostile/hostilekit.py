@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from simchat import SimChat
+from hosts.sim.launch import SimChat
 
 GOOD_SESSION = "5b7cf1d2-8a61-4c0e-9d43-2f7e1a9c0b11"
 

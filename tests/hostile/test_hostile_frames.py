@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 from hostilekit import env_for, no_frames, shown_cleanly
-from simchat import SimFleet
+
+from hosts.sim.launch import SimFleet
 
 CANARY = Path("/tmp/coop-hostile-canary")
 SHELL = f"$(touch {CANARY}); `touch {CANARY}` | rm -rf / ; echo 'x' \"y\" > /dev/null & \\ *"

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from simchat import SimChat, SimFleet
 
 from coop_engine.db import open_ledger
 from coop_engine.engine import Engine
 from coop_engine.loop.coordinator import Coordinator
 from coop_engine.models import Dispatch, Outbox
 from hosts.mac.local import LocalHost
+from hosts.sim.launch import SimChat, SimFleet
 
 
 class Office:

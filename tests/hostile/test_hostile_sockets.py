@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 from hostilekit import env_for, live_entry, no_frames, shown_cleanly, write_registry
-from simchat import SimFleet
 
 from hosts.mac.native import SOCKET_NOT_PRIVATE
+from hosts.sim.launch import SimFleet
 
 OTHER_USER = "coop-hostile"
 LISTENER = """

@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 from hostilekit import env_for, shown_cleanly
-from simchat import SimChat, SimFleet
 
 from coop_engine.db import open_ledger
 from coop_engine.engine import Engine
 from coop_engine.loop.coordinator import Coordinator
 from coop_engine.models import Dispatch, Notification, Outbox
 from hosts.mac.local import LocalHost
+from hosts.sim.launch import SimChat, SimFleet
 
 FIFTY_MB = 50 << 20
 

@@ -37,11 +37,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simchat import ROOT, SimChat, SimFleet
-
 from coop_engine.db import open_ledger
 from coop_engine.engine import Engine
 from coop_engine.errors import CoopError
+from hosts.sim.launch import ROOT, SimChat, SimFleet
 
 # (arguments, open invitations kept in flight) per simulated chat.
 CHATS: tuple[tuple[tuple[str, ...], int], ...] = (

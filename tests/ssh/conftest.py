@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from simchat import SimChat, SimFleet
 from sshd_harness import SSHD, ClientKeys, Sshd, remove, short_tmp
 
 from hosts.mac.host import Host
 from hosts.mac.local import LocalHost
 from hosts.pipe import PipeHost
+from hosts.sim.launch import SimChat, SimFleet
 from hosts.ssh import SshHost
 
 # The simulator's quick pace (tests/sim/conftest.py uses the same).

@@ -15,7 +15,7 @@ import pytest
 from conftest import Mac
 from sshd_harness import SilentServer, free_port
 
-from coop_engine import views
+from coop_engine import queries
 from coop_engine.db import open_ledger
 from coop_engine.engine import Engine
 from coop_engine.loop.coordinator import Coordinator
@@ -161,6 +161,6 @@ def test_a_registry_rewritten_on_the_mac_between_coops_reads_and_the_send_is_ref
     todo = engine.add_todo("Refactor the importer")["id"]
     outbox_id = str(engine.invite(todo, chat.ref, "laptop")["outbox"])
     Coordinator(engine, {"laptop": host}, lambda _: None).tick()
-    row = views.envelope(Outbox.get_by_id(outbox_id))
+    row = queries.envelope(Outbox.get_by_id(outbox_id))
     assert (row["state"], row["last_error"]) == ("pending", RECEIVER_CHANGED)
     assert chat.frames() == [] and other.frames() == []

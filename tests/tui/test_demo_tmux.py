@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from coop_tui.demo import coop_command
+from coop_engine.loop.demo import coop_command
 
 pytestmark = pytest.mark.tui
 

@@ -395,3 +395,32 @@ def test_bindings_of_the_panes_do_nothing_over_another_screen(staged: Staged) ->
 
     drive(staged.app(), script)
     assert Outbox.get_by_id(staged.outbox["locked"]).resent_as is None
+
+
+# --- failures ------------------------------------------------------------------------------
+
+
+def test_a_failed_worker_is_a_visible_notice_and_the_app_goes_on(
+    staged: Staged, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A screen's worker that raises (here, the delivery detail's read) must neither end
+    # the app nor fail silently: the app's one handler turns it into a notice.
+    from coop_engine import queries
+
+    def broken(outbox_id: str) -> dict[str, Any]:
+        raise RuntimeError("the ledger said no")
+
+    async def script(pilot: Pilot[None]) -> None:
+        app: Any = pilot.app
+        await loaded(pilot)
+        monkeypatch.setattr(queries, "delivery_detail", broken)
+        await select_row(pilot, app.outbox_pane, staged.outbox["locked"])
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, DeliveryScreen), what="the detail")
+        failed = "load failed: the ledger said no"
+        await until(pilot, lambda: failed in toasts(app), what="the failure's notice")
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, DeliveryScreen), what="back")
+        assert app.is_running
+
+    drive(staged.app(), script)

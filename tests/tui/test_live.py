@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from simchat import SimChat, SimFleet
 from textual.pilot import Pilot
 from tuikit import T0, Staged, drive, loaded, screen_text, select_row, stage, until
 
 from coop_engine.models import Outbox, Session, database
-from coop_tui.ledger import OUTBOX_WINDOW as WINDOW
+from coop_engine.queries import OUTBOX_WINDOW as WINDOW
 from coop_tui.screens.inspector import InspectorScreen
 from hosts.pipe import PipeHost
+from hosts.sim.launch import SimChat, SimFleet
 
 pytestmark = pytest.mark.tui
 

@@ -29,6 +29,7 @@ from textual.pilot import Pilot
 from coop_engine import invitations
 from coop_engine.db import open_ledger
 from coop_engine.engine import Engine
+from coop_engine.loop.office import Office
 from coop_engine.models import database
 from coop_tui.app import CoopApp
 from hosts.fleet import Fleet
@@ -254,7 +255,7 @@ class Staged:
     def app(self, **options: Any) -> CoopApp:
         options.setdefault("coordinator", "none")
         options.setdefault("clock", self.clock)
-        return CoopApp(self.home, self.fleet, **options)
+        return CoopApp(self.home, Office(self.fleet), **options)
 
     def engine(self, actor: str = "dad", seed: int = 99) -> Engine:
         """Another writer in this process. It shares the connection the app opened (the
@@ -596,7 +597,7 @@ async def loaded(pilot: Pilot[None]) -> None:
     """The panes show the ledger and every Mac has answered once."""
     app: Any = pilot.app
     await until(pilot, lambda: app.outbox_pane.row_count > 0, what="outbox rows")
-    await until(pilot, lambda: len(app.surveys) == len(app.fleet.hosts), what="every Mac surveyed")
+    await until(pilot, lambda: len(app.surveys) == len(app.office.names), what="every Mac surveyed")
     await settle(pilot)
 
 

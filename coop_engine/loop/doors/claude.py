@@ -28,7 +28,7 @@ def _quiet(_: str) -> None:
     pass
 
 
-class ClaudeAdapter:
+class ClaudeDoor:
     def __init__(self, engine: Engine, host: Host, log: Log = _quiet) -> None:
         self.engine = engine
         self.host = host

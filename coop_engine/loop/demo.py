@@ -1,36 +1,36 @@
-"""`coop demo`: a simulated fleet on this machine, then the app over it.
+"""`coop demo`'s fleet: simulated chats on this machine, staged in every situation the
+seeds describe, driven by the real coordinator.
 
 Two Macs: the office (this process's LocalHost) and a "laptop" with its own Claude
-config dir, reached through the same helper protocol as ssh (a PipeHost). Simulated
-chats in every situation the seeds describe, a Codex home with threads, and todos with
-deliveries in every state. Everything lives in a temporary COOP_HOME unless --home is
-given; quitting stops every process the demo started.
+config dir, reached through the same helper protocol as ssh (a PipeHost). A Codex home
+with threads, and todos with deliveries in every state. `stop()` ends every process the
+demo started.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
 
 from coop_engine.db import open_ledger
 from coop_engine.engine import Engine
 from coop_engine.loop.coordinator import Coordinator
+from coop_engine.loop.office import Office
+from coop_engine.models import Dispatch, Session
 from hosts.fleet import Fleet
 from hosts.mac.local import LocalHost
 from hosts.pipe import PipeHost
+from hosts.sim.launch import SimChat, SimFleet, codex_thread
 
 HINT = (
     "try: enter on an envelope · r send again · a adoption · c inspect a chat · i invite"
     " · ? help · q quit"
 )
+MACS = ("office", "laptop")
 SETTLE_SECONDS = 20.0
 # The setup's clock starts in the past, so that by now the bypass chat's first
 # invitation has been held longer than its 60 s dialog expiry plus the 60 s grace.
@@ -42,103 +42,47 @@ def coop_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "coop_engine.cli"]
 
 
-class Chat:
-    def __init__(self, process: subprocess.Popen[str], ready: dict[str, Any], mac: str) -> None:
-        self.process = process
-        self.ready = ready
-        self.mac = mac
-
-    @property
-    def ref(self) -> str:
-        return f"claude:{self.ready['session_id']}"
-
-
 class DemoFleet:
     """The processes and folders of a demo; `stop()` ends every one of them."""
 
     def __init__(self, root: Path, home: Path) -> None:
         self.root = root
         self.home = home
-        self.dirs = {mac: root / mac / "claude" for mac in ("office", "laptop")}
-        self.codex_home = root / "office" / "codex"
         self.sockets = Path(tempfile.mkdtemp(prefix="coop-demo-", dir="/tmp"))
-        self.chats: list[Chat] = []
-        self.logs: list[IO[str]] = []
+        self.macs = {
+            mac: SimFleet(root / mac / "claude", socket_dir=self.sockets / mac) for mac in MACS
+        }
+        self.codex_home = root / "office" / "codex"
         self.laptop: PipeHost | None = None
 
     def fleet(self) -> Fleet:
-        office = LocalHost("office", config_dir=self.dirs["office"], codex_home=self.codex_home)
-        self.laptop = PipeHost("laptop", env={"CLAUDE_CONFIG_DIR": str(self.dirs["laptop"])})
+        office = LocalHost(
+            "office", config_dir=self.macs["office"].config_dir, codex_home=self.codex_home
+        )
+        self.laptop = PipeHost(
+            "laptop", env={"CLAUDE_CONFIG_DIR": str(self.macs["laptop"].config_dir)}
+        )
         return Fleet("office", {"office": office, "laptop": self.laptop})
 
-    def env(self, mac: str) -> dict[str, str]:
-        return {
-            **os.environ,
-            "CLAUDE_CONFIG_DIR": str(self.dirs[mac]),
+    def start(self, mac: str, name: str, *args: str) -> SimChat:
+        """One simulated chat on `mac`, in a project folder of its own."""
+        cwd = self.root / mac / "src" / name
+        cwd.mkdir(parents=True, exist_ok=True)
+        env = {
+            "CLAUDE_CONFIG_DIR": str(self.macs[mac].config_dir),
             "COOP_HOME": str(self.home),
             "PIPPA_COOP_HOST": mac,
         }
-
-    def start(self, mac: str, name: str, *args: str) -> Chat:
-        """One simulated chat; returns once its inbox is bound."""
-        folder = self.dirs[mac]
-        folder.mkdir(parents=True, exist_ok=True)
-        cwd = self.root / mac / "src" / name
-        cwd.mkdir(parents=True, exist_ok=True)
-        log = open(self.root / f"{mac}-{name}.log", "w")  # noqa: SIM115 - closed in stop()
-        self.logs.append(log)
-        command = [
-            sys.executable,
-            "-m",
-            "hosts.sim",
-            "chat",
-            "--config-dir",
-            str(folder),
-            "--socket-dir",
-            str(self.sockets / mac),
-            "--name",
-            name,
-            "--cwd",
-            str(cwd),
-            *args,
-        ]
-        process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=log, text=True, env=self.env(mac)
-        )
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        if not line:
-            raise RuntimeError(f"the simulated chat {name} did not start; see {log.name}")
-        chat = Chat(process, json.loads(line), mac)
-        self.chats.append(chat)
-        return chat
+        return self.macs[mac].start("--name", name, "--cwd", str(cwd), *args, env=env)
 
     def codex_thread(self, *args: str) -> None:
-        command = [
-            sys.executable,
-            "-m",
-            "hosts.sim",
-            "codex",
-            "--codex-home",
-            str(self.codex_home),
-            *args,
-        ]
-        subprocess.run(command, check=True, capture_output=True)
+        codex_thread(self.codex_home, *args)
 
     def stop(self) -> None:
-        for chat in self.chats:
-            if chat.process.poll() is None:
-                chat.process.terminate()
-        for chat in self.chats:
-            try:
-                chat.process.wait(5)
-            except subprocess.TimeoutExpired:
-                chat.process.kill()
-                chat.process.wait()
+        for chats in self.macs.values():
+            chats.stop_all()
         if self.laptop is not None:
             self.laptop.close()
-        for log in self.logs:
-            log.close()
         shutil.rmtree(self.sockets, ignore_errors=True)
 
 
@@ -168,8 +112,7 @@ def stage(demo: DemoFleet, fleet: Fleet, say: Callable[[str], None]) -> None:
     flaky = demo.start("office", "flaky", "--lose-frames", "--history")
     docs = demo.start("laptop", "docs", "--history")
     gone = demo.start("office", "gone")
-    gone.process.kill()  # an exited chat: its registry entry lingers
-    gone.process.wait()
+    gone.kill()  # an exited chat: its registry entry lingers
     for name in ("importer-refactor", "release-notes"):
         demo.codex_thread("--name", name, "--turns", "2")
     todos = [
@@ -196,39 +139,40 @@ def stage(demo: DemoFleet, fleet: Fleet, say: Callable[[str], None]) -> None:
     deadline = time.monotonic() + SETTLE_SECONDS
     while time.monotonic() < deadline:
         coordinator.tick()
-        if _settled(engine):
+        if _settled():
             break
         time.sleep(0.3)
 
 
-def _settled(engine: Engine) -> bool:
-    from coop_engine.models import Dispatch, Session
-
+def _settled() -> bool:
     accepted = Dispatch.select().where(Dispatch.state == "accepted").count()
     takers = Session.select().where(Session.mode == "observed").count()
     return accepted >= 4 and takers >= 1
 
 
-def run_demo(home_arg: str | None, tui: bool = True, out: Callable[[str], None] = print) -> int:
-    root = Path(tempfile.mkdtemp(prefix="coop-demo-"))
-    home = Path(home_arg).expanduser().resolve() if home_arg else root / "coop-home"
-    home.mkdir(parents=True, exist_ok=True, mode=0o700)
-    demo = DemoFleet(root, home)
-    fleet = demo.fleet()
-    try:
-        stage(demo, fleet, out)
-        if not tui:
-            from coop_engine import views
+class Demo:
+    """A staged demo fleet for as long as the `with` block lasts: its folders, its
+    processes, its ledger's home and the Office the app is given."""
 
-            for row in views.outbox():
-                why = row["reason"] or row["last_error"] or ""
-                out(f"{row['id'][:8]}  {row['kind']:<11} #{row['todo']}  {row['state']:<10} {why}")
-            return 0
-        from coop_tui.app import CoopApp
+    def __init__(self, home: str | None, say: Callable[[str], None]) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="coop-demo-"))
+        self.home = Path(home).expanduser().resolve() if home else self.root / "coop-home"
+        self.say = say
+        self.fleet = DemoFleet(self.root, self.home)
+        self.office: Office | None = None
 
-        CoopApp(home, fleet, banner=HINT, first_adoption_after=60.0).run()
-        return 0
-    finally:
-        demo.stop()
+    def __enter__(self) -> Demo:
+        self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fleet = self.fleet.fleet()
+        try:
+            stage(self.fleet, fleet, self.say)
+        except BaseException:
+            self.__exit__()
+            raise
+        self.office = Office(fleet)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.fleet.stop()
         # The chats' folders and logs go with them; a --home ledger lives outside root.
-        shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(self.root, ignore_errors=True)

@@ -1,0 +1,50 @@
+"""`coop`, `coop tui` and `coop demo`: the one engine module that opens the app.
+
+The import of `coop_tui` is lazy (inside each function) and declared as the single
+exception of the import contract in pyproject.toml: every other engine module works, and
+is tested, without Textual.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from coop_engine.home import coop_home, ensure_home
+
+
+def tui(args: argparse.Namespace) -> int:
+    from coop_engine.loop.office import Office
+    from coop_tui.app import CoopApp
+
+    home = ensure_home(coop_home())
+    office = Office.of(home)
+    try:
+        CoopApp(home, office, coordinator="none" if args.attach else "auto").run()
+    finally:
+        office.close()
+    return 0
+
+
+def demo(args: argparse.Namespace) -> int:
+    from coop_engine.loop.demo import HINT, Demo
+
+    with Demo(args.home, say=print) as demo:
+        assert demo.office is not None
+        if args.no_tui:
+            _print_outbox()
+            return 0
+        from coop_tui.app import CoopApp
+
+        CoopApp(demo.home, demo.office, banner=HINT, first_adoption_after=60.0).run()
+    return 0
+
+
+def _print_outbox() -> None:
+    from coop_engine import queries
+    from coop_engine.formats import one_line
+
+    for row in queries.outbox():
+        why = row["reason"] or row["last_error"] or ""
+        print(
+            one_line(f"{row['id'][:8]}  {row['kind']:<11} #{row['todo']}  {row['state']:<10} {why}")
+        )

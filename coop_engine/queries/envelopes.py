@@ -1,0 +1,225 @@
+"""Envelopes with their five facts: the outbox as `coop outbox --json` prints it, the
+pane's window of the newest ones, and one envelope's delivery detail."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import peewee as pw
+
+from coop_engine.errors import NotFound
+from coop_engine.formats import iso
+from coop_engine.models import Dispatch, Event, HostQueue, Outbox, Session
+from coop_engine.queries.listings import event
+
+OUTBOX_WINDOW = 300
+MIN_ID_PREFIX = 4
+
+
+def facts(row: Outbox, dispatch: Dispatch | None) -> dict[str, str | None]:
+    """The five facts, each null or the time it became true."""
+    accepted = row.accepted_at
+    if accepted is None and row.kind == "work" and dispatch is not None:
+        accepted = dispatch.accepted_at
+    outcome = dispatch.outcome_at if dispatch is not None and row.state == "delivered" else None
+    return {
+        "stored": iso(row.created_at),
+        "transport": iso(row.transport_at),
+        "received": iso(row.received_at),
+        "accepted": iso(accepted),
+        "outcome": iso(outcome),
+    }
+
+
+def envelope(row: Outbox) -> dict[str, Any]:
+    """One envelope as `coop outbox --json` shows it (row joined with its session and
+    dispatch)."""
+    dispatch: Dispatch | None = row.dispatch
+    session: Session = row.session
+    return {
+        "id": row.id,
+        "kind": row.kind,
+        "todo": dispatch.todo_id if dispatch is not None else row.payload.get("todo"),
+        "session": session.ref,
+        "session_id": session.id,
+        "host": session.host,
+        "generation": row.generation,
+        "dispatch": dispatch.id if dispatch is not None else None,
+        "state": row.state,
+        "facts": facts(row, dispatch),
+        "reason": (row.expiry or {}).get("reason"),
+        "conflict": row.conflict,
+        "last_error": row.last_error,
+        "held": row.held,
+        "inbound": (row.cursor or {}).get("inbound"),
+        "resent_as": row.resent_as,
+        "resent_from": row.resent_from,
+        "created_at": iso(row.created_at),
+        "payload": row.payload,
+    }
+
+
+def _joined() -> pw.ModelSelect[Outbox]:
+    return (
+        Outbox.select(Outbox, Session, Dispatch)
+        .join(Session)
+        .switch(Outbox)
+        .join(Dispatch, join_type=pw.JOIN.LEFT_OUTER)  # a reply has no dispatch
+    )
+
+
+def envelope_row(outbox_id: str) -> dict[str, Any]:
+    """One envelope by its whole id, or NotFound."""
+    row = _joined().where(Outbox.id == outbox_id).first()
+    if row is None:
+        raise NotFound(f"No outbox envelope {outbox_id}")
+    return envelope(row)
+
+
+def outbox(limit: int | None = None) -> list[dict[str, Any]]:
+    """Every envelope, oldest first."""
+    query = _joined().order_by(Outbox.created_at, Outbox.id)
+    if limit:
+        query = query.limit(limit)
+    return [envelope(row) for row in query]
+
+
+def resolve_outbox_id(text: str) -> str:
+    """An envelope id, or a unique prefix of one as the tables show them."""
+    text = text.strip()
+    if Outbox.get_or_none(Outbox.id == text) is not None:
+        return text
+    if len(text) >= MIN_ID_PREFIX:
+        matches = [
+            row.id for row in Outbox.select(Outbox.id).where(Outbox.id.startswith(text)).limit(2)
+        ]
+        if len(matches) == 1:
+            return str(matches[0])
+        if len(matches) > 1:
+            raise NotFound(f"{text} names more than one envelope; give more of its id")
+    raise NotFound(f"No outbox envelope {text}")
+
+
+# --- the pane's window -------------------------------------------------------------------
+
+
+@dataclass
+class OutboxWindow:
+    rows: list[dict[str, Any]]
+    total: int
+    session_id: int | None = None
+
+
+def _matching(text: str) -> pw.Expression:
+    """A filter word: a state, a kind, a todo (#12 or 12), or the start of an envelope's
+    or a chat's id."""
+    word = text.strip().lstrip("#")
+    condition = (Outbox.state == word) | (Outbox.kind == word) | Outbox.id.startswith(word)
+    condition |= Session.native_id.startswith(word)
+    if word.isdigit():
+        condition |= Dispatch.todo == int(word)
+    return condition
+
+
+def outbox_window(
+    session_id: int | None = None, limit: int = OUTBOX_WINDOW, text: str | None = None
+) -> OutboxWindow:
+    """The newest envelopes (of one chat, or matching a filter word), newest first. Its
+    cost stays the same at a hundred envelopes and at a hundred thousand."""
+    query = _joined()
+    # Without a filter word, count the outbox alone: no join over the whole history.
+    count = _joined() if text else Outbox.select()
+    if session_id is not None:
+        query = query.where(Outbox.session == session_id)
+        count = count.where(Outbox.session == session_id)
+    if text:
+        query = query.where(_matching(text))
+        count = count.where(_matching(text))
+    rows = query.order_by(Outbox.created_at.desc(), Outbox.id.desc()).limit(limit)
+    return OutboxWindow([envelope(row) for row in rows], count.count(), session_id)
+
+
+def envelopes_touched(outbox_ids: set[str], dispatch_ids: set[int]) -> list[dict[str, Any]]:
+    """The envelopes named, and every envelope of the dispatches named."""
+    condition = Outbox.id.in_(outbox_ids) if outbox_ids else None
+    if dispatch_ids:
+        by_dispatch = Outbox.dispatch.in_(dispatch_ids)
+        condition = by_dispatch if condition is None else condition | by_dispatch
+    if condition is None:
+        return []
+    return [envelope(row) for row in _joined().where(condition)]
+
+
+# --- one envelope's delivery detail ------------------------------------------------------
+
+
+def delivery_detail(outbox_id: str) -> dict[str, Any]:
+    """One envelope with its timeline: events of the envelope and its dispatch, the host
+    queue's attempts, and the whole resend chain."""
+    row = envelope_row(outbox_id)
+    stored = Outbox.get_by_id(outbox_id)
+    subjects = [f"outbox:{outbox_id}"]
+    if stored.dispatch_id is not None:
+        subjects.append(f"dispatch:{stored.dispatch_id}")
+    timeline = [
+        event(e) for e in Event.select().where(Event.subject.in_(subjects)).order_by(Event.id)
+    ]
+    attempts = [
+        {
+            "host": q.host,
+            "attempt": q.attempt,
+            "state": q.state,
+            "detail": q.detail,
+            "at": iso(q.created_at),
+        }
+        for q in HostQueue.select().where(HostQueue.outbox == outbox_id).order_by(HostQueue.attempt)
+    ]
+    return {
+        **row,
+        "timeline": timeline,
+        "attempts": attempts,
+        "chain": _resend_chain(stored),
+        "transport_evidence": stored.transport,
+        "receipt": stored.receipt,
+        "acceptance": stored.acceptance,
+        "expiry": stored.expiry,
+        "cursor": stored.cursor,
+        "dispatch_detail": _dispatch(stored.dispatch_id),
+    }
+
+
+def _resend_chain(envelope: Outbox) -> list[dict[str, Any]]:
+    first = envelope
+    while first.resent_from:
+        earlier = Outbox.get_or_none(Outbox.id == first.resent_from)
+        if earlier is None:
+            break
+        first = earlier
+    chain = []
+    current: Outbox | None = first
+    while current is not None:
+        chain.append(
+            {
+                "id": current.id,
+                "state": current.state,
+                "reason": (current.expiry or {}).get("reason"),
+            }
+        )
+        current = Outbox.get_or_none(Outbox.id == current.resent_as) if current.resent_as else None
+    return chain
+
+
+def _dispatch(dispatch_id: int | None) -> dict[str, Any] | None:
+    if dispatch_id is None:
+        return None
+    dispatch = Dispatch.get_by_id(dispatch_id)
+    return {
+        "id": dispatch.id,
+        "state": dispatch.state,
+        "todo": dispatch.todo_id,
+        "receipt": dispatch.receipt,
+        "outcome": dispatch.outcome,
+        "outcome_by": dispatch.outcome_by,
+        "outcome_at": iso(dispatch.outcome_at),
+    }
