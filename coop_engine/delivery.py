@@ -263,27 +263,8 @@ class DeliveryCommands(CommandBase):
                     f"Only an expired delivery can be sent again; this one is {old.state}"
                 )
             self._check_resendable(old)
-            session = old.session
-            new_id = self.new_id()
             reason = (old.expiry or {}).get("reason", "expired")
-            payload = dict(old.payload)
-            original = old.payload.get("original_text", old.payload["text"])
-            payload["attempt"] = int(old.payload.get("attempt", 1)) + 1
-            payload["original_text"] = original
-            payload["text"] = prompts.another_attempt(
-                payload["attempt"], outbox_id, reason, original
-            )
-            Outbox.create(
-                id=new_id,
-                session=session,
-                generation=session.generation,
-                dispatch=old.dispatch,
-                kind=old.kind,
-                payload=payload,
-                created_at=now,
-                updated_at=now,
-                resent_from=outbox_id,
-            )
+            new_id = self._second_attempt(now, old, reason)
             changed = (
                 Outbox.update(resent_as=new_id, updated_at=now)
                 .where(
@@ -312,6 +293,31 @@ class DeliveryCommands(CommandBase):
 
         args = {"outbox": outbox_id, "by": by}
         return self._command("resend", key or fresh_key(f"resend:{outbox_id}"), args, run)
+
+    def _second_attempt(self, now: float, old: Outbox, reason: str) -> str:
+        """The new envelope: the same work, saying it is attempt N and why, so its text
+        never equals the first (receivers drop an identical body within 30 s)."""
+        new_id = self.new_id()
+        original = old.payload.get("original_text", old.payload["text"])
+        attempt = int(old.payload.get("attempt", 1)) + 1
+        payload = {
+            **old.payload,
+            "attempt": attempt,
+            "original_text": original,
+            "text": prompts.another_attempt(attempt, old.id, reason, original),
+        }
+        Outbox.create(
+            id=new_id,
+            session=old.session,
+            generation=old.session.generation,
+            dispatch=old.dispatch,
+            kind=old.kind,
+            payload=payload,
+            created_at=now,
+            updated_at=now,
+            resent_from=old.id,
+        )
+        return new_id
 
     @staticmethod
     def _check_resendable(old: Outbox) -> None:

@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from textual.pilot import Pilot
 
@@ -60,7 +60,7 @@ class Camera:
 
 async def tour(pilot: Pilot[Any], camera: Camera) -> None:
     """Each screen, reached by the keys a user would press."""
-    app: Any = pilot.app
+    app = cast(CoopApp, pilot.app)
     await until(pilot, lambda: app.outbox_pane.row_count > 0, "outbox rows")
     await until(pilot, lambda: len(app.surveys) == len(app.office.names), "answer from every Mac")
     await camera.shoot(pilot, "main")
@@ -72,7 +72,8 @@ async def tour(pilot: Pilot[Any], camera: Camera) -> None:
     await select(pilot, app.outbox_pane, accepted["id"])
     await pilot.press("enter")
     await until(pilot, lambda: isinstance(app.screen, DeliveryScreen), "delivery detail")
-    await until(pilot, lambda: app.screen.detail is not None, "delivery detail loaded")
+    detail = cast(DeliveryScreen, app.screen)
+    await until(pilot, lambda: detail.detail is not None, "delivery detail loaded")
     await camera.shoot(pilot, "delivery-detail")
     await pilot.press("escape")
 

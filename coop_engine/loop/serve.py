@@ -16,7 +16,6 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from coop_engine.engine import Engine
+from coop_engine.formats import iso
 from coop_engine.loop.adoption import AdoptionPass
 from coop_engine.loop.coordinator import Coordinator
 from coop_engine.models import Outbox, Session
@@ -52,8 +52,7 @@ class _Signal(FileSystemEventHandler):
 
 def stamped(log: Log) -> Log:
     def write(line: str) -> None:
-        now = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-        log(f"{now} {line}")
+        log(f"{iso(time.time(), 'seconds')} {line}")
 
     return write
 
