@@ -12,13 +12,14 @@ from coop_engine.models import Setting
 
 
 class AuthorityCommands(CommandBase):
-    def set_chief(self, session_ref: str, by: str) -> dict[str, Any]:
-        """Name the chat that acts as Dad's proxy. Only Dad names the chief."""
+    def set_chief(self, session_ref: str, by: str, host: str | None = None) -> dict[str, Any]:
+        """Name the chat that acts as Dad's proxy, and the Mac it lives on (where its
+        reviews are delivered). Only Dad names the chief."""
         parse_session_ref(session_ref)
 
         def run(now: float) -> dict[str, Any]:
             previous = Setting.get_or_none(Setting.name == "chief")
-            value = {"session": session_ref}
+            value = {"session": session_ref, "host": host}
             Setting.insert(name="chief", value=value, updated_at=now).on_conflict(
                 conflict_target=[Setting.name],
                 update={Setting.value: value, Setting.updated_at: now},
@@ -27,7 +28,8 @@ class AuthorityCommands(CommandBase):
             self._event(now, "set_chief", "setting:chief", old, session_ref, who=by)
             return {"chief": session_ref}
 
-        return self._command("set_chief", fresh_key("chief"), {"session": session_ref}, run)
+        args = {"session": session_ref, "host": host}
+        return self._command("set_chief", fresh_key("chief"), args, run)
 
     def chief(self) -> str | None:
         row = Setting.get_or_none(Setting.name == "chief")

@@ -10,24 +10,28 @@ from __future__ import annotations
 from typing import Any
 
 from coop_engine import prompts
+from coop_engine.dispatching import DispatchCommands
 from coop_engine.errors import (
     ALREADY_SENT_AGAIN,
+    HELD_NOT_LOST,
     NOT_ELIGIBLE_FOR_SEND,
+    NOT_TAKEN_BACK,
     Conflict,
     NotAuthorized,
 )
-from coop_engine.frame import CommandBase, fresh_key
+from coop_engine.frame import fresh_key
 from coop_engine.models import Binding, Dispatch, HostQueue, Outbox, Session
 
+HELD_THEN_EXPIRED = "held-for-approval-then-expired"
 EXPIRY_REASONS = (
     "refused-by-receiver-policy",
-    "held-for-approval-then-expired",
+    HELD_THEN_EXPIRED,
     "receiver-idle-without-entry",
 )
 DECIDERS = ("dad", "chief")
 
 
-class DeliveryCommands(CommandBase):
+class DeliveryCommands(DispatchCommands):
     def mark_uncertain(
         self, outbox_id: str, cursor: dict[str, Any], *, key: str | None = None
     ) -> dict[str, Any]:
@@ -226,14 +230,27 @@ class DeliveryCommands(CommandBase):
             )
 
         def run(now: float) -> dict[str, Any]:
+            held = self._outbox(outbox_id).held
+            if held is not None and not (
+                reason == HELD_THEN_EXPIRED and held.get("cause") == "parity"
+            ):
+                # The receiver said it holds the frame and why: only a parity hold's
+                # expiry proves it lost; neither silence nor the prediction does (an
+                # explicit hold keeps the receiver idle).
+                raise Conflict(HELD_NOT_LOST.format(id=outbox_id, reason=reason))
+            # A held notice is recorded once and never changes: compare it as read.
+            unchanged = Outbox.held.is_null() if held is None else Outbox.held == held
+            allowed = (Outbox.state == "uncertain") & unchanged
             changed = (
                 Outbox.update(state="expired", expiry=evidence, updated_at=now)
-                .where((Outbox.id == outbox_id) & (Outbox.state == "uncertain"))
+                .where((Outbox.id == outbox_id) & allowed)
                 .execute()
             )
             if changed != 1:
-                state = self._outbox(outbox_id).state
-                raise Conflict(f"Envelope {outbox_id} is {state}, not an uncertain send")
+                row = self._outbox(outbox_id)
+                if row.state == "uncertain":  # a held notice was recorded meanwhile
+                    raise Conflict(HELD_NOT_LOST.format(id=outbox_id, reason=reason))
+                raise Conflict(f"Envelope {outbox_id} is {row.state}, not an uncertain send")
             subject = f"outbox:{outbox_id}"
             self._event(now, "expire", subject, "uncertain", "expired", evidence)
             self._notify(
@@ -336,6 +353,52 @@ class DeliveryCommands(CommandBase):
                 raise Conflict("The work's dispatch no longer has an active binding")
             return
         raise Conflict("Only an invitation or a work envelope can be sent again")
+
+    def withdraw(self, outbox_id: str, by: str) -> dict[str, Any]:
+        """Take back an envelope no byte of which was sent: pending -> cancelled, recorded
+        as Dad's (or the chief's) decision; an invitation's dispatch is cancelled with
+        it. A sent frame cannot be taken back: it is watched until its receipt or its
+        proof of loss."""
+        if by not in DECIDERS:
+            raise NotAuthorized("Withdrawing is decided by dad or chief")
+
+        def run(now: float) -> dict[str, Any]:
+            changed = (
+                Outbox.update(state="cancelled", updated_at=now)
+                .where((Outbox.id == outbox_id) & (Outbox.state == "pending"))
+                .execute()
+            )
+            row = self._outbox(outbox_id)
+            if changed != 1:
+                if row.state == "uncertain":
+                    raise Conflict(NOT_TAKEN_BACK)
+                raise Conflict(
+                    f"Envelope {outbox_id} is {row.state}: only a pending one can be withdrawn"
+                )
+            subject = f"outbox:{outbox_id}"
+            self._event(now, "withdraw", subject, "pending", "cancelled", {"by": by}, who=by)
+            if row.kind == "invitation" and row.dispatch_id is not None:
+                self._withdraw_invitation(now, row.dispatch_id, by)
+            return {"outbox": outbox_id, "state": "cancelled"}
+
+        args = {"outbox": outbox_id, "by": by}
+        return self._command("withdraw", fresh_key(f"withdraw:{outbox_id}"), args, run)
+
+    def _withdraw_invitation(self, now: float, dispatch_id: int, by: str) -> None:
+        dispatch = Dispatch.get_by_id(dispatch_id)
+        changed = (
+            Dispatch.update(state="cancelled")
+            .where((Dispatch.id == dispatch_id) & (Dispatch.state == "invited"))
+            .execute()
+        )
+        if changed != 1:
+            return
+        self._event(now, "withdraw", f"dispatch:{dispatch_id}", "invited", "cancelled", who=by)
+        others = Dispatch.select().where(
+            (Dispatch.todo == dispatch.todo_id) & (Dispatch.state == "invited")
+        )
+        if not others.exists():
+            self._move_todo(now, "withdraw", dispatch.todo_id, "invited", "open")
 
     def cancel_stale(self, *, key: str | None = None) -> dict[str, Any]:
         """At start: cancel pending envelopes that an older generation left behind."""

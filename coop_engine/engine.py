@@ -37,6 +37,11 @@ class Engine(
         args = {"title": title, "body": body, "project": project}
         return self._command("add_todo", key or fresh_key("todo"), args, run)
 
+    def todo(self, todo_id: int) -> dict[str, Any]:
+        """One todo, or NotFound (`No todo #N`)."""
+        todo = self._todo(todo_id)
+        return {"id": todo.id, "title": todo.title, "state": todo.state}
+
     # --- settings -----------------------------------------------------------------------
 
     def setting(self, name: str) -> Any:

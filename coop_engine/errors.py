@@ -10,6 +10,13 @@ ALREADY_SENT_AGAIN = "This delivery was already sent again"
 ONLY_CLI_TAKER_ADOPTED = "Only a CLI taker's compatibility record can be adopted"
 ENROLLMENT_CLASH = "Another enrollment already names this chat on {host}: {id}"
 NOT_ELIGIBLE_FOR_SEND = "not eligible: observe the uncertain send instead"
+NOT_TAKEN_BACK = (
+    "a frame in a Claude inbox cannot be taken back; wait for its receipt or its proof of loss"
+)
+HELD_NOT_LOST = (
+    "Envelope {id} is held by its receiver (its held notice was seen): {reason} does not"
+    " prove it lost"
+)
 
 
 class CoopError(Exception):
@@ -30,3 +37,20 @@ class KeyReused(CoopError):
 
 class NotAuthorized(CoopError):
     """The caller may not make this decision (only Dad, or the chief as his proxy)."""
+
+
+class LedgerError(CoopError):
+    """The ledger, or the Coop home that holds it, cannot be opened, read or written.
+    The message names the ledger (or the home) and the cause."""
+
+
+ENVELOPE_ID_TOO_SHORT = "give at least {count} characters of the envelope's id"
+ECHO_WIDTH = 60
+
+
+def shown(text: str, width: int = ECHO_WIDTH) -> str:
+    """Input echoed in a message: whole when short, else its start and its length, so a
+    60,000-character id still makes a line someone can read."""
+    if len(text) <= width:
+        return text
+    return f"{text[:width]}... ({len(text):,} characters)"

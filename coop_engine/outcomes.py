@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from coop_engine.dispatching import DispatchCommands
+from coop_engine import prompts
+from coop_engine.dispatching import DispatchCommands, parse_session_ref
 from coop_engine.errors import Conflict, NotAuthorized
+from coop_engine.formats import iso
 from coop_engine.frame import fresh_key
-from coop_engine.models import Binding, Dispatch, Obligation, Outbox
+from coop_engine.models import Binding, Dispatch, Obligation, Outbox, Setting
 
 REPORTERS = ("dad", "chief", "worker")
 
@@ -104,9 +106,52 @@ class OutcomeCommands(DispatchCommands):
                     f"Todo #{obligation.dispatch.todo_id} has no outcome yet",
                     subject,
                 )
+                if obligation.legacy:
+                    self._chief_reviews(now, obligation)
             return {"overdue": overdue}
 
         return self._command("sweep_obligations", fresh_key("sweep"), {}, run)
+
+    def _chief_reviews(self, now: float, obligation: Obligation) -> None:
+        """A legacy take's overdue obligation goes to the chief, when one is enrolled, as
+        one review envelope (once: only the sweep whose compare-and-set moved the
+        obligation gets here). Without a chief, Dad's notice is all there is."""
+        chief = Setting.get_or_none(Setting.name == "chief")
+        host = (chief.value or {}).get("host") if chief is not None else None
+        if chief is None or not host:
+            return
+        vendor, native_id = parse_session_ref(str(chief.value["session"]))
+        session = self._find_or_record_session(
+            now, vendor, native_id, str(host), mode="managed", surface="native"
+        )
+        dispatch = obligation.dispatch
+        receipt = dispatch.receipt or {}
+        text = prompts.legacy_review(
+            dispatch.todo_id,
+            dispatch.todo.title,
+            str(iso(dispatch.accepted_at or dispatch.created_at, "seconds")),
+            str(receipt.get("session") or "a chat Coop could not name"),
+            str(receipt.get("host") or "an unknown Mac"),
+            self._known_since(dispatch),
+        )
+        payload = {"text": text, "obligation": obligation.id, "todo": dispatch.todo_id}
+        self._enqueue(now, session, None, "review", payload)
+
+    @staticmethod
+    def _known_since(dispatch: Dispatch) -> list[str]:
+        """What the ledger recorded about a taken dispatch since the take."""
+        known = []
+        for binding in Binding.select().where(Binding.dispatch == dispatch.id):
+            session = binding.session
+            known.append(
+                f"{session.ref} on {session.host}: {session.mode}, status {session.status}"
+            )
+            search = session.adoption or {}
+            if search.get("result"):
+                known.append(f"the last adoption search: {search['result']}")
+        work = Outbox.select().where((Outbox.dispatch == dispatch.id) & (Outbox.kind == "work"))
+        known += [f"its work envelope {row.id[:8]} is {row.state}" for row in work]
+        return known or ["nothing: no chat was named, so nobody watches this work"]
 
     def queue_reply(self, session_id: int, text: str, by: str) -> dict[str, Any]:
         """Dad's (or the chief's) reply to a chat, queued as a reply-review envelope at

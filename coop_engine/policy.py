@@ -49,7 +49,12 @@ def _explicit(source: dict[str, Any], name: str) -> str | None:
 
 
 def _dialog_expiry(inputs: dict[str, Any]) -> str:
-    for name, _ in EXPLICIT_SOURCES:  # project settings do not set it
+    # Repository settings may only make it "never" (tests/real_claude/OBSERVED.md 7).
+    for name, _ in TIGHTENING_SOURCES:
+        source = inputs.get(name)
+        if source and "value" in source and source["value"].get("dialogExpiry") == "never":
+            return "never"
+    for name, _ in EXPLICIT_SOURCES:  # otherwise project settings do not set it
         source = inputs.get(name)
         if source and "value" in source:
             value = source["value"].get("dialogExpiry")
@@ -108,22 +113,47 @@ def inbound_policy(inputs: dict[str, Any]) -> dict[str, Any]:
     return {"verdict": verdict, "source": label, "dialog_expiry": expiry, "mode": mode}
 
 
+def _expiry_seconds(policy: dict[str, Any]) -> float | None:
+    return EXPIRY_SECONDS.get(str(policy.get("dialog_expiry") or DEFAULT_DIALOG_EXPIRY))
+
+
+def _held_verdict(
+    policy: dict[str, Any], held: dict[str, Any], sent_at: float, now: float
+) -> str | None:
+    """A held notice seen for the envelope outranks the prediction: its cause decides. A
+    parity hold is dropped at the dialog expiry (from the settings Coop can read) plus
+    the grace; any other hold never expires while watched (a settings change may
+    release it), and the other two reasons never apply: an explicit hold keeps the
+    receiver idle, and a refusing receiver writes no notice."""
+    if held.get("cause") != "parity":
+        return None
+    expiry = _expiry_seconds(policy)
+    if expiry is not None and now >= sent_at + expiry + GRACE_SECONDS:
+        return "held-for-approval-then-expired"
+    return None
+
+
 def delivery_verdict(
     prediction: dict[str, Any] | None,
     sent_at: float,
     now: float,
     registry_status: Callable[[], str | None],
     mentions: Callable[[], bool],
+    held: dict[str, Any] | None = None,
 ) -> str | None:
     """One of the three reasons a sent frame can no longer arrive, or None to keep
-    watching. `registry_status` and `mentions` are read only when the answer needs them
-    (the transcript after the status: a frame consumed meanwhile is in the file first)."""
+    watching. `held` is the receiver's held notice for this envelope, when one was
+    seen: it outranks the prediction. `registry_status` and `mentions` are read only when
+    the answer needs them (the transcript after the status: a frame consumed meanwhile is
+    in the file first)."""
     policy = prediction or {"verdict": "unknown"}
+    if held:
+        return _held_verdict(policy, held, sent_at, now)
     verdict = policy.get("verdict")
     if verdict == "refuse":
         return "refused-by-receiver-policy"
     if verdict == "hold":
-        expiry = EXPIRY_SECONDS.get(str(policy.get("dialog_expiry")))
+        expiry = _expiry_seconds(policy)
         if policy.get("source") != PARITY or expiry is None:
             return None  # an explicit hold stays watched: an accept may release it
         if now >= sent_at + expiry + GRACE_SECONDS:

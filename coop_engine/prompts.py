@@ -43,6 +43,23 @@ def cli_take_work(todo_id: int, title: str, body: str) -> str:
     return "\n".join([CLI_TAKE_OPENING, "", work(todo_id, title, body)])
 
 
+def legacy_review(
+    todo_id: int, title: str, taken: str, by: str, host: str, since: list[str]
+) -> str:
+    """The chief's review of a legacy take, three hours on (seed 003)."""
+    return "\n".join(
+        [
+            f"Coop asks the chief to review a legacy take of todo #{todo_id}: {title}",
+            f"It was taken through the Coop CLI at {taken} by {by} on {host}, and has no"
+            " outcome three hours later.",
+            "What Coop knows since:",
+            *[f"- {line}" for line in since],
+            "Decide its outcome when you can, with:",
+            f'coop todo report {todo_id} --outcome "<what happened>" --by chief',
+        ]
+    )
+
+
 ORDINALS = {2: "Second", 3: "Third", 4: "Fourth", 5: "Fifth"}
 
 

@@ -192,12 +192,43 @@ def answer_in(text: str, nonce: str) -> str | None:
     return "accept" if accepts else "decline" if declines else None
 
 
+# What a held notice's last sentence names (tests/real_claude/OBSERVED.md 6, 7, 16), in
+# the receiver's words, and what that cause proves about the frame's fate.
+HOLD_CAUSES = (
+    ("parity", "did not attest its permission mode"),
+    ("explicit", '"crossSessionInbound" setting is "hold"'),
+    ("explicit", 'set "crossSessionInbound" to "hold"'),  # managed or repository settings
+    ("unrecognized", 'unrecognized "crossSessionInbound"'),
+)
+HOLD_PROOFS = {
+    "parity": "held for approval by permission-mode parity: dropped at its dialog expiry",
+    "explicit": "held by an explicit crossSessionInbound hold: never expires while watched",
+    "unrecognized": (
+        "held while a settings file has an unrecognized crossSessionInbound: never expires"
+        " while watched"
+    ),
+    "unknown": "held for a reason Coop cannot read: never expires while watched",
+}
+
+
+def hold_cause(content: str) -> str:
+    """parity, explicit, unrecognized, or unknown: why the receiver says it holds."""
+    for cause, words in HOLD_CAUSES:
+        if words in content:
+            return cause
+    return "unknown"
+
+
 @dataclass
 class HeldNotice:
     offset: int
     preview: str
     timestamp: str | None
     content: str
+
+    @property
+    def cause(self) -> str:
+        return hold_cause(self.content)
 
 
 def held_notice(entry: dict[str, Any], offset: int) -> HeldNotice | None:

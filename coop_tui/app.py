@@ -33,6 +33,7 @@ from coop_engine.engine import Engine
 from coop_engine.loop.office import Office
 from coop_engine.loop.survey import asking
 from coop_tui.commands import CoopCommands
+from coop_tui.coordination import Coordination
 from coop_tui.decisions import Decisions
 from coop_tui.live import LivePanes
 from coop_tui.messages import LedgerChanged, ResendRequested
@@ -70,7 +71,7 @@ class _LedgerWatch(FileSystemEventHandler):
             self.app.post_message(LedgerChanged())
 
 
-class CoopApp(LivePanes, Decisions):
+class CoopApp(LivePanes, Decisions, Coordination):
     CSS_PATH = "coop.tcss"
     TITLE = "Coop"
     SUB_TITLE = "the fleet's deliveries"
@@ -140,6 +141,8 @@ class CoopApp(LivePanes, Decisions):
             tooltip="Show every Mac's chats and every envelope",
         ),
     ]
+    # How often the app asks the ledger's claim who coordinates (a few seconds at most
+    # between a coop serve's end and the status line saying so).
 
     def __init__(
         self,
@@ -243,23 +246,6 @@ class CoopApp(LivePanes, Decisions):
         self._observer.daemon = True
         self._observer.start()
 
-    def _start_coordinator(self) -> None:
-        from coop_engine.loop.serve import running_server
-
-        serving = running_server(self.home)
-        if self.coordinator_mode == "none" or (self.coordinator_mode == "auto" and serving):
-            where = f"attached to coop serve (pid {serving})" if serving else "watching only"
-            self._status(where)
-            return
-        assert self.engine is not None
-        # The coordinator's transitions are Coop's; the keys pressed here are Dad's.
-        coordinator = Engine(self.engine.db, clock=self.clock, actor="coop")
-        self._server = self.office.coordinator(
-            coordinator, self.home, first_adoption_after=self.first_adoption_after
-        )
-        self._coordinator = self._server.start_thread()
-        self._status("coordinator running in this app")
-
     def _status(self, text: str) -> None:
         parts = [text]
         if self.banner:
@@ -294,7 +280,10 @@ class CoopApp(LivePanes, Decisions):
 
     def on_unmount(self) -> None:
         """However the app ends (q, ctrl+c, a pilot's exit), the coordinator thread and
-        the ledger watch stop with it."""
+        the ledger watch stop with it, and the claim goes with the coordinator."""
+        with self._claim_guard:
+            # A claim check still running starts no coordinator after this.
+            self._closing = True
         if self._server is not None:
             self._server.stop()
         if self._observer is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from coop_engine.formats import iso
+from coop_engine.receipts import HOLD_PROOFS
 
 REASONS = {
     "refused-by-receiver-policy": (
@@ -31,6 +32,18 @@ def prediction(inbound: dict[str, Any] | None) -> str:
         words += f", receiver mode {inbound['mode']}"
     if inbound.get("why"):
         words += f": {inbound['why']}"
+    return words
+
+
+def held(notice: dict[str, Any]) -> str:
+    """A held notice as a sentence: what it proved, where, and the preview it showed."""
+    cause = str(notice.get("cause") or "unknown")
+    proves = notice.get("proves") or HOLD_PROOFS.get(cause, HOLD_PROOFS["unknown"])
+    words = f"{proves} (cause: {cause})"
+    if notice.get("offset") is not None:
+        words += f", at byte {notice['offset']}"
+    if notice.get("preview"):
+        words += f"; it showed «{notice['preview']}»"
     return words
 
 

@@ -74,12 +74,56 @@ def todo_report(args: argparse.Namespace) -> int:
 
 
 def resend(args: argparse.Namespace) -> int:
+    """Send again, after looking at the receiver again: a receiver that still refuses
+    is not sent a second frame (nothing is created)."""
     from coop_engine.cli.caller import caller_session, check_decider
+    from coop_engine.errors import Conflict
+    from coop_engine.loop.resend import look_again
 
     engine = open_engine(actor=args.by)
     check_decider(engine, "resend", args.by, caller_session())
-    result = engine.resend(queries.resolve_outbox_id(args.outbox_id), args.by)
+    outbox_id = queries.resolve_outbox_id(args.outbox_id)
+    envelope = queries.envelope_row(outbox_id)
+    if envelope["state"] != "expired" or envelope["resent_as"]:
+        engine.resend(outbox_id, args.by)  # refused, in the ledger's words
+    fleet = _fleet()
+    try:
+        looked = look_again(fleet.hosts, envelope)
+    finally:
+        fleet.close()
+    at_send, today = _prediction(looked["at_send"]), _prediction(looked["today"])
+    warn(f"predicted at send: {at_send}; today: {today}")
+    if looked["refusal"]:
+        raise Conflict(looked["refusal"])
+    if looked["warning"]:
+        warn(looked["warning"])
+    result = engine.resend(outbox_id, args.by)
     print(result["outbox"])
+    return 0
+
+
+def _prediction(inbound: dict | None) -> str:
+    if not inbound:
+        return "not recorded"
+    if inbound.get("verdict") == "unknown":
+        return f"unknown ({inbound.get('why') or 'nothing readable'})"
+    return f"{inbound.get('verdict')} ({inbound.get('source')})"
+
+
+def warn(message: str) -> None:
+    from coop_engine.formats import one_line
+
+    print(f"coop: warning: {one_line(message)}", file=sys.stderr)
+
+
+def withdraw(args: argparse.Namespace) -> int:
+    """Take back an envelope that was never sent (pending -> cancelled)."""
+    from coop_engine.cli.caller import caller_session, check_decider
+
+    engine = open_engine(actor=args.by)
+    check_decider(engine, "withdraw", args.by, caller_session())
+    result = engine.withdraw(queries.resolve_outbox_id(args.outbox_id), args.by)
+    print(f"{result['outbox']} withdrawn")
     return 0
 
 
@@ -108,11 +152,31 @@ def _answer(answer: dict) -> str:
 
 
 def chief_set(args: argparse.Namespace) -> int:
+    """Name the chief: a chat Coop has enrolled, or one live on some Mac now."""
     from coop_engine.cli.caller import caller_session, check_decider
+    from coop_engine.errors import NotFound
+    from coop_engine.loop.survey import find_session
 
     engine = open_engine(actor="dad")
     check_decider(engine, "chief set", "dad", caller_session())
-    print(f"chief: {engine.set_chief(args.session, 'dad')['chief']}")
+    vendor, _, native_id = args.session.partition(":")
+    enrolled = [
+        row["host"]
+        for row in queries.sessions()
+        if row["vendor"] == vendor and row["native_id"] == native_id
+    ]
+    if enrolled:
+        host = enrolled[0]
+    else:
+        fleet = _fleet()
+        try:
+            where = find_session(list(fleet.hosts.values()), vendor, native_id)
+        finally:
+            fleet.close()
+        if not where["found"]:
+            raise NotFound(f"{args.session} is neither enrolled nor live ({where['asked']})")
+        host = where["found"][0]
+    print(f"chief: {engine.set_chief(args.session, 'dad', host)['chief']}")
     return 0
 
 
@@ -135,25 +199,31 @@ def print_line(line: str) -> None:
 
 
 def invite(args: argparse.Namespace) -> int:
+    """Invite one exact chat, after asking the Macs where it is live. No reachable Mac
+    has it: refused, nothing created. The named Mac cannot be asked: the invitation is
+    recorded and waits, with a warning."""
+    from coop_engine.dispatching import parse_session_ref
+    from coop_engine.loop.survey import locate_live
+
+    vendor, native_id = parse_session_ref(args.session)
     fleet = _fleet()
-    host = fleet.host(args.host)
     engine = open_engine(actor="dad")
-    vendor, _, native_id = args.session.partition(":")
-    entry = host.registry_entry(native_id) if vendor == "claude" and native_id else None
+    try:
+        engine.todo(args.todo)  # an unknown todo is refused before any Mac is asked
+        if vendor == "claude":
+            hosts = [fleet.host(args.host)] if args.host else list(fleet.hosts.values())
+            where = locate_live(hosts, native_id, args.session)
+        else:
+            where = {"host": fleet.host(args.host).name, "entry": None, "warning": None}
+    finally:
+        fleet.close()
+    entry = where["entry"] or {}
     result = engine.invite(
-        args.todo,
-        args.session,
-        host.name,
-        name=(entry or {}).get("name"),
-        cwd=(entry or {}).get("cwd"),
+        args.todo, args.session, where["host"], name=entry.get("name"), cwd=entry.get("cwd")
     )
     print(json.dumps(result) if args.json else result["outbox"])
-    if vendor == "claude" and entry is None:
-        print(
-            f"coop: warning: no live chat {args.session} on {host.name} now; "
-            "the invitation waits as pending",
-            file=sys.stderr,
-        )
+    if where["warning"]:
+        warn(where["warning"])
     return 0
 
 

@@ -10,49 +10,25 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import re  # argparse has loaded it already
 import sys
 from collections.abc import Callable, Sequence
+
+from coop_engine.cli import arguments
 
 Handler = Callable[[argparse.Namespace], int]
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; the CLI starts often
 if TYPE_CHECKING:
-    from typing import Any
+    pass
 
 
 class UsageError(Exception):
     """Bad input that argparse could not catch; exit 2."""
 
 
-def _columns() -> int:
-    """The terminal's width, as shutil would say, without importing shutil."""
-    try:
-        return int(os.environ["COLUMNS"])
-    except (KeyError, ValueError):
-        pass
-    stdout = sys.__stdout__
-    try:
-        return os.get_terminal_size(stdout.fileno()).columns if stdout else 80
-    except (ValueError, OSError):
-        return 80
-
-
-class _HelpFormatter(argparse.HelpFormatter):
-    # argparse builds a formatter for every argument it adds, and the stock one imports
-    # shutil (with bz2, lzma and zlib) to measure the terminal: that costs more than
-    # `coop chats` spends reading 200 chats.
-    def __init__(self, prog: str) -> None:
-        super().__init__(prog, width=_columns() - 2)
-
-
-class _Parser(argparse.ArgumentParser):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("formatter_class", _HelpFormatter)
-        super().__init__(*args, **kwargs)
-
-
 if TYPE_CHECKING:
-    Subparsers = argparse._SubParsersAction[_Parser]
+    Subparsers = argparse._SubParsersAction[arguments.Parser]
 
 
 # Each face of a command is imported only when that command runs: `coop chats` never
@@ -100,34 +76,19 @@ def _listed(name: str) -> Handler:
     return run
 
 
-def _unix_time(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not Unix seconds: {text!r}") from None
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more: {text}")
-    return value
-
-
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     """The parser. For a known command word only that command's subparser is built:
     building all of them costs more than `coop chats` itself."""
-    parser = _Parser(
+    parser = arguments.Parser(
         prog="coop",
         description="Coordinate a fleet of Claude Code and Codex chats.",
     )
     parser.add_argument(
-        "--home", help="state directory (default $COOP_HOME or ~/.local/share/coop)"
+        "--home",
+        type=arguments.home_dir,
+        help="state directory (default $COOP_HOME or ~/.local/share/coop)",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=arguments.Parser)
     word = _command_word(argv)
     for name, register in COMMANDS.items():
         if word not in COMMANDS or name == word:
@@ -164,11 +125,11 @@ def _todo(sub: Subparsers) -> None:
     _json(listing)
     listing.set_defaults(handler=_listed("todo list"))
     take = actions.add_parser("take", help="take a todo from inside a chat (the chat is detected)")
-    take.add_argument("todo", type=_positive_int)
+    take.add_argument("todo", type=arguments.positive_int)
     _json(take)
     take.set_defaults(handler=_ledger("todo_take"))
     report = actions.add_parser("report", help="record the outcome of a todo's work (fact 5)")
-    report.add_argument("todo", type=_positive_int)
+    report.add_argument("todo", type=arguments.positive_int)
     report.add_argument("--outcome", required=True)
     report.add_argument("--by", required=True, choices=["dad", "chief", "worker"])
     report.set_defaults(handler=_ledger("todo_report"))
@@ -186,22 +147,51 @@ def _listing(name: str, help_text: str) -> Callable[[Subparsers], None]:
 def _events(sub: Subparsers) -> None:
     events = sub.add_parser("events", help="the ledger's history, newest first")
     _json(events)
-    events.add_argument("--limit", type=_positive_int, default=50)
+    events.add_argument("--limit", type=arguments.positive_int, default=50)
     events.set_defaults(handler=_listed("events"))
 
 
 def _resend(sub: Subparsers) -> None:
     resend = sub.add_parser("resend", help="Send again an expired delivery (once)")
-    resend.add_argument("outbox_id", help="an envelope id, or the start of one")
+    resend.add_argument(
+        "outbox_id", type=arguments.envelope_id, help="an envelope id, or the start of one"
+    )
     resend.add_argument("--by", required=True, choices=["dad", "chief"])
     resend.set_defaults(handler=_ledger("resend"))
 
 
+def _withdraw(sub: Subparsers) -> None:
+    withdraw = sub.add_parser("withdraw", help="take back an envelope no byte of which was sent")
+    withdraw.add_argument(
+        "outbox_id", type=arguments.envelope_id, help="an envelope id, or the start of one"
+    )
+    withdraw.add_argument("--by", required=True, choices=["dad", "chief"])
+    withdraw.set_defaults(handler=_ledger("withdraw"))
+
+
+def _status(sub: Subparsers) -> None:
+    status = sub.add_parser("status", help="the coordinator, and envelopes by state")
+    status.add_argument("--json", action="store_true", help="print one JSON object")
+    status.set_defaults(handler=_status_handler)
+
+
+def _status_handler(args: argparse.Namespace) -> int:
+    from coop_engine.cli import status
+
+    return status.status(args)
+
+
 def _invite(sub: Subparsers) -> None:
     invite = sub.add_parser("invite", help="invite one exact chat to a todo")
-    invite.add_argument("todo", type=_positive_int)
-    invite.add_argument("--session", required=True, help="claude:SESSION_ID")
-    invite.add_argument("--host", help="the fleet Mac the chat lives on (default: this one)")
+    invite.add_argument("todo", type=arguments.positive_int)
+    invite.add_argument(
+        "--session", required=True, type=arguments.session_ref, help="claude:SESSION_ID"
+    )
+    invite.add_argument(
+        "--host",
+        type=arguments.host_name,
+        help="the fleet Mac the chat lives on (default: this one)",
+    )
     _json(invite)
     invite.set_defaults(handler=_ledger("invite"))
 
@@ -217,7 +207,9 @@ def _chief(sub: Subparsers) -> None:
     chief = sub.add_parser("chief", help="the chat acting as Dad's proxy")
     actions = chief.add_subparsers(dest="chief_command", metavar="ACTION", required=True)
     named = actions.add_parser("set", help="name the chief (Dad only)")
-    named.add_argument("session", help="claude:SESSION_ID or codex:THREAD_ID")
+    named.add_argument(
+        "session", type=arguments.session_ref, help="claude:SESSION_ID or codex:THREAD_ID"
+    )
     named.set_defaults(handler=_ledger("chief_set"))
     actions.add_parser("show", help="which chat is the chief").set_defaults(
         handler=_ledger("chief_show")
@@ -226,19 +218,21 @@ def _chief(sub: Subparsers) -> None:
 
 def _serve(sub: Subparsers) -> None:
     serve = sub.add_parser("serve", help="run the coordinator until stopped")
-    serve.add_argument("--interval", type=float, default=1.0, help="seconds between passes")
+    serve.add_argument(
+        "--interval", type=arguments.interval, default=1.0, help="seconds between passes"
+    )
     serve.set_defaults(handler=_ledger("serve"))
 
 
 def _tick(sub: Subparsers) -> None:
     tick = sub.add_parser("tick", help="one coordinator pass: send, observe, decide")
-    tick.add_argument("--at", type=_unix_time, help="run the pass as of this Unix time")
+    tick.add_argument("--at", type=arguments.unix_time, help="run the pass as of this Unix time")
     tick.set_defaults(handler=_ledger("tick"))
 
 
 def _chats(sub: Subparsers) -> None:
     chats = sub.add_parser("chats", help="live chats as the registries show them")
-    chats.add_argument("--host", help="only this fleet Mac")
+    chats.add_argument("--host", type=arguments.host_name, help="only this fleet Mac")
     _json(chats)
     chats.set_defaults(handler=_fleet("chats"))
 
@@ -253,10 +247,21 @@ def _chat(sub: Subparsers) -> None:
     chat = sub.add_parser("chat", help="one chat, wherever in the fleet it lives")
     actions = chat.add_subparsers(dest="chat_command", metavar="ACTION", required=True)
     show = actions.add_parser("show", help="a chat's registry entry and transcript tail")
-    show.add_argument("session_id", metavar="SESSION_ID", help="SESSION_ID or claude:SESSION_ID")
-    show.add_argument("--host", help="the fleet Mac it lives on (default: search them all)")
+    show.add_argument(
+        "session_id",
+        metavar="SESSION_ID",
+        type=arguments.chat_id,
+        help="SESSION_ID or claude:SESSION_ID",
+    )
+    show.add_argument(
+        "--host",
+        type=arguments.host_name,
+        help="the fleet Mac it lives on (default: search them all)",
+    )
     _json(show)
-    show.add_argument("--lines", type=_positive_int, default=20, help="transcript entries (20)")
+    show.add_argument(
+        "--lines", type=arguments.positive_int, default=20, help="transcript entries (20)"
+    )
     show.set_defaults(handler=_fleet("chat_show"))
 
 
@@ -283,6 +288,8 @@ COMMANDS: dict[str, Callable[[Subparsers], None]] = {
     "notifications": _listing("notifications", "what Dad was told, newest first"),
     "events": _events,
     "resend": _resend,
+    "withdraw": _withdraw,
+    "status": _status,
     "invite": _invite,
     "obligations": _listing("obligations", "outcome obligations and when they are due"),
     "adopt": _adopt,
@@ -298,19 +305,22 @@ COMMANDS: dict[str, Callable[[Subparsers], None]] = {
 }
 
 
+USAGE_LINE_WIDTH = 400
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     # Everything imported so far lives as long as the process: keep the cyclic
     # collector from scanning it again and again while a command allocates.
     gc.freeze()
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser(argv).parse_args(argv)
+    args = _parse(argv)
     if args.home:
         os.environ["COOP_HOME"] = args.home
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
         # `coop` alone opens the app.
         argv = [*(["--home", args.home] if args.home else []), "tui"]
-        args = build_parser(argv).parse_args(argv)
+        args = _parse(argv)
         handler = args.handler
     from coop_engine.cli.output import one_line
     from coop_engine.errors import CoopError
@@ -326,6 +336,54 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as error:
+        fault = _ledger_fault(error)
+        if fault is None:
+            raise  # a bug: its traceback is what a report needs
+        print(f"coop: {one_line(fault)}", file=sys.stderr)
+        return 1
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    """The command line parsed. A usage error is one line on stderr, argparse's own
+    (`PROG: error: ...`), without the usage block `--help` shows; exit 2."""
+    import io
+
+    said, stderr = io.StringIO(), sys.stderr
+    sys.stderr = said
+    try:
+        return build_parser(argv).parse_args(argv)
+    except SystemExit as stop:
+        if stop.code == 2:
+            said = io.StringIO(_last_line(said.getvalue()))
+        raise
+    finally:
+        sys.stderr = stderr
+        stderr.write(said.getvalue())
+
+
+def _last_line(text: str) -> str:
+    """argparse's error line, with each long value it quotes cut short (and the whole
+    line, when it echoes an argument unquoted)."""
+    from coop_engine.errors import ECHO_WIDTH, shown
+
+    lines = [line for line in text.splitlines() if line.strip()] or [""]
+    line = lines[-1]
+    for quote in "'\"":  # repr() quotes with either
+        long_value = f"{quote}([^{quote}]{{{ECHO_WIDTH + 1},}}){quote}"
+        line = re.sub(long_value, lambda m: repr(shown(m[1])), line)
+    return (line if len(line) <= USAGE_LINE_WIDTH else line[:USAGE_LINE_WIDTH] + "...") + "\n"
+
+
+def _ledger_fault(error: Exception) -> str | None:
+    """The line for a ledger that failed under the command (a full disk, a read-only
+    file system, a lost server), or None. Only a command that opened the ledger can meet
+    one, and it has loaded the module that words them."""
+    if "coop_engine.db" not in sys.modules:
+        return None
+    from coop_engine.db import ledger_fault
+
+    return ledger_fault(error)
 
 
 if __name__ == "__main__":

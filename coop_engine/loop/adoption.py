@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from coop_engine.engine import Engine
-from coop_engine.errors import Conflict
+from coop_engine.errors import Conflict, CoopError, KeyReused
 from coop_engine.models import Binding, Session
 from coop_engine.takes import ADOPTION_RETRY_SECONDS
 from hosts.mac.host import Host, HostError
@@ -90,9 +90,12 @@ class AdoptionPass:
                 break
         result, refused = self._decide(session, found)
         search = {"searched": searched, "found": found["host"] if found else None, "result": result}
-        self.engine.record_adoption_search(session.id, search, refused=refused)
+        try:
+            self.engine.record_adoption_search(session.id, search, refused=refused)
+        except CoopError as refusal:  # the row went (or moved) meanwhile: nothing to record
+            result = f"not recorded: {refusal}"
         self.log(f"adoption {session.ref}: {result}")
-        return {"session": session.ref, **search}
+        return {"session": session.ref, **search, "result": result}
 
     def _decide(self, session: Session, found: dict[str, Any] | None) -> tuple[str, bool]:
         if found is None:
@@ -102,6 +105,12 @@ class AdoptionPass:
         identity = {"host": found["host"], "status": found.get("status"), "name": found.get("name")}
         try:
             adopted = self.engine.adopt_take(session.id, identity)
+        except KeyReused:
+            # Another adoption pass (serve, `coop adopt --once`, the app) adopted this
+            # chat with what it read a moment earlier: adopted, not refused.
+            return f"adopted by another pass on {found['host']}", False
         except Conflict as refusal:
+            if Session.get_by_id(session.id).mode == "managed":
+                return f"adopted by another pass on {found['host']}", False
             return f"refused: {refusal}", True
         return f"adopted at generation {adopted['generation']} on {found['host']}", False

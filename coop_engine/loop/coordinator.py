@@ -6,14 +6,16 @@ runs passes until stopped.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
+from functools import partial
 
 from peewee import JOIN
 
 from coop_engine.engine import Engine
+from coop_engine.errors import CoopError
 from coop_engine.loop.doors.claude import ClaudeDoor
 from coop_engine.models import Dispatch, Obligation, Outbox, Session
+from hosts.mac.errors import HostsError
 from hosts.mac.host import Host, HostError
-from hosts.mac.native import NativeRefusal
 
 Log = Callable[[str], None]
 
@@ -31,6 +33,19 @@ class Coordinator:
         self.engine = engine
         self.hosts = hosts
         self.log = log
+        self.unreachable: dict[str, str] = {}  # Mac -> why its last request failed
+        self._refusals: dict[tuple[str, str], str] = {}  # (subject, step) -> last said
+
+    def reachable(self, name: str) -> bool:
+        """Whether the Mac answered the last request this coordinator made of it."""
+        return name not in self.unreachable
+
+    def _refused(self, subject: str, step: str, refusal: Exception) -> None:
+        """A refusal costs that item, not the pass; said once per unchanged cause."""
+        said = str(refusal)
+        if self._refusals.get((subject, step)) != said:
+            self._refusals[(subject, step)] = said
+            self.log(f"{subject} {step} refused: {said}")
 
     def door(self, session: Session, only: Collection[str] | None = None) -> ClaudeDoor | None:
         if only is not None and session.host not in only:
@@ -55,7 +70,7 @@ class Coordinator:
         its id in the receiver's transcript. Never infer unsent."""
         for row in self._managed(Outbox.select(Outbox, Session).where(Outbox.state == "uncertain")):
             if (door := self.door(row.session)) is not None:
-                door.observe(row)
+                self._step(row, "observe", door.observe)
         self.cancel_stale()
 
     def tick(self, only: Collection[str] | None = None, stop: Callable[[], bool] = _never) -> None:
@@ -86,14 +101,22 @@ class Coordinator:
                     return
                 door = self.door(row.session, only)
                 if door is None:
-                    self._undeliverable(row, phase, only)
-                    continue
-                if phase == "verdict":
-                    door.verdict(row, now)
+                    self._step(row, phase, partial(self._undeliverable, phase=phase, only=only))
+                elif phase == "verdict":
+                    self._step(row, phase, partial(door.verdict, now=now))
                 else:
-                    getattr(door, phase)(row)
+                    self._step(row, phase, getattr(door, phase))
         self.sweep_obligations(now)
         self.refresh_statuses(only)
+
+    def _step(self, row: Outbox, phase: str, act: Callable[[Outbox], object]) -> None:
+        """One envelope's step of a pass. A refusal of Coop's (the ledger's rules, a Mac
+        that cannot be asked, the door) costs this envelope this pass, and the pass goes
+        on; anything else is a bug and stops it."""
+        try:
+            act(row)
+        except (CoopError, HostsError) as refusal:
+            self._refused(row.id[:8], phase, refusal)
 
     def _undeliverable(self, row: Outbox, phase: str, only: Collection[str] | None) -> None:
         """Say why an envelope waits when no door can take it, rather than wait silently."""
@@ -142,14 +165,23 @@ class Coordinator:
             .where((Outbox.state == "pending") & (Outbox.generation < Session.generation))
         )
         if older.exists():
-            result = self.engine.cancel_stale()
+            try:
+                result = self.engine.cancel_stale()
+            except CoopError as refusal:
+                self._refused("pending envelopes", "cancel_stale", refusal)
+                return
             for outbox_id in result["cancelled"]:
                 self.log(f"{outbox_id[:8]} cancelled: left pending by an older generation")
 
     def sweep_obligations(self, now: float) -> None:
         due = Obligation.select().where((Obligation.state == "open") & (Obligation.due_at <= now))
         if due.exists():
-            for obligation_id in self.engine.sweep_obligations()["overdue"]:
+            try:
+                overdue = self.engine.sweep_obligations()["overdue"]
+            except CoopError as refusal:
+                self._refused("obligations", "sweep", refusal)
+                return
+            for obligation_id in overdue:
                 self.log(f"obligation {obligation_id} overdue")
 
     def refresh_statuses(self, only: Collection[str] | None = None) -> None:
@@ -161,8 +193,15 @@ class Coordinator:
                 continue
             try:
                 entry = host.registry_entry(session.native_id)
-            except (HostError, NativeRefusal):
+            except HostError as error:
+                self.unreachable[session.host] = error.cause
                 continue
+            except HostsError:
+                continue
+            self.unreachable.pop(session.host, None)
             status = "exited" if entry is None else str(entry.get("status") or "unknown")
             if status != session.status:
-                self.engine.record_status(session.id, status)
+                try:
+                    self.engine.record_status(session.id, status)
+                except CoopError as refusal:
+                    self._refused(session.ref, "record_status", refusal)

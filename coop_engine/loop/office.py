@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from coop_engine.engine import Engine
-from coop_engine.loop import survey
+from coop_engine.loop import resend, survey
 from coop_engine.loop.adoption import AdoptionPass
 from coop_engine.loop.serve import Server
 from coop_engine.models import Session
@@ -59,6 +59,10 @@ class Office:
         if host is None:
             return {"error": f"{name} is not in the fleet"}
         return survey.inspect_chat(host, session_id, tail_bytes)
+
+    def look_again(self, envelope: dict[str, Any]) -> dict[str, Any]:
+        """Send again's second look at the receiver (loop/resend.py)."""
+        return resend.look_again(self.fleet.hosts, envelope)
 
     def adopt(self, engine: Engine, session_id: int) -> dict[str, Any]:
         """Adoption's search and decision for one CLI taker, now."""

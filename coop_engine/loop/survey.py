@@ -179,6 +179,47 @@ def live_chats(hosts: Sequence[Host]) -> tuple[list[dict[str, Any]], list[HostEr
     return rows, failed
 
 
+# --- where a chat lives: `coop invite`, `coop chief set` ------------------------------------
+
+
+def locate_live(hosts: Sequence[Host], native_id: str, ref: str) -> dict[str, Any]:
+    """The Mac where a Claude chat is live now, and its entry: `{host, entry, warning}`.
+    Several Macs have it, or no reachable one does: NotFound naming the Macs asked. One
+    Mac was named and cannot be asked: that Mac, no entry, and a warning (the invitation
+    waits for it)."""
+    from coop_engine.errors import NotFound
+
+    answers = ask_each(hosts, lambda host: host.registry_entry(native_id))
+    found = [(h, a) for h, a in zip(hosts, answers, strict=True) if isinstance(a, dict)]
+    failed = [a for a in answers if isinstance(a, HostError)]
+    if len(found) == 1:
+        return {"host": found[0][0].name, "entry": found[0][1], "warning": None}
+    asked = ", ".join(host.name for host in hosts)
+    if found:
+        names = ", ".join(host.name for host, _ in found)
+        raise NotFound(f"{ref} is live on several Macs ({names}); pass --host")
+    if len(hosts) == 1 and failed:
+        warning = f"{failed[0]}; the invitation waits until {hosts[0].name} answers"
+        return {"host": hosts[0].name, "entry": None, "warning": warning}
+    missed = "".join(f"; {error.host} could not be asked ({error.cause})" for error in failed)
+    raise NotFound(f"No Mac has a live chat {ref} (asked: {asked}{missed})")
+
+
+def find_session(hosts: Sequence[Host], vendor: str, native_id: str) -> dict[str, Any]:
+    """Whether any Mac has this chat (a live Claude chat, a saved Codex thread), and
+    which Macs were asked: `{found: [names], asked: "office: none, laptop: 1"}`."""
+    answers = ask_each(hosts, lambda host: host.find_session(vendor, native_id))
+    found, said = [], []
+    for host, answer in zip(hosts, answers, strict=True):
+        if isinstance(answer, HostError):
+            said.append(f"{host.name}: {answer.cause}")
+            continue
+        said.append(f"{host.name}: {answer['matches']}")
+        if answer["matches"]:
+            found.append(host.name)
+    return {"found": found, "asked": ", ".join(said)}
+
+
 # --- `coop chat show` and the inspector ----------------------------------------------------
 
 

@@ -28,6 +28,7 @@ from coop_engine.queries.listings import (
     sessions,
     todos,
 )
+from coop_engine.queries.status import outbox_counts as outbox_counts
 
 __all__ = [
     "OUTBOX_WINDOW",

@@ -8,7 +8,7 @@ from typing import Any
 
 import peewee as pw
 
-from coop_engine.errors import NotFound
+from coop_engine.errors import ENVELOPE_ID_TOO_SHORT, NotFound, shown
 from coop_engine.formats import iso
 from coop_engine.models import Dispatch, Event, HostQueue, Outbox, Session
 from coop_engine.queries.listings import event
@@ -86,19 +86,25 @@ def outbox(limit: int | None = None) -> list[dict[str, Any]]:
 
 
 def resolve_outbox_id(text: str) -> str:
-    """An envelope id, or a unique prefix of one as the tables show them."""
+    """An envelope id, or a unique prefix of one (at least MIN_ID_PREFIX characters) as
+    the tables show them. NotFound, in one short line, when it names no envelope or
+    several, or is too short to name one."""
     text = text.strip()
+    if len(text) < MIN_ID_PREFIX:
+        raise NotFound(ENVELOPE_ID_TOO_SHORT.format(count=MIN_ID_PREFIX))
+    if len(text) > len("00000000-0000-0000-0000-000000000000"):
+        # Longer than a UUID names nothing, and SQLite refuses a LIKE pattern of 50,000.
+        raise NotFound(f"No outbox envelope {shown(text)}")
     if Outbox.get_or_none(Outbox.id == text) is not None:
         return text
-    if len(text) >= MIN_ID_PREFIX:
-        matches = [
-            row.id for row in Outbox.select(Outbox.id).where(Outbox.id.startswith(text)).limit(2)
-        ]
-        if len(matches) == 1:
-            return str(matches[0])
-        if len(matches) > 1:
-            raise NotFound(f"{text} names more than one envelope; give more of its id")
-    raise NotFound(f"No outbox envelope {text}")
+    matches = [
+        row.id for row in Outbox.select(Outbox.id).where(Outbox.id.startswith(text)).limit(2)
+    ]
+    if len(matches) == 1:
+        return str(matches[0])
+    if len(matches) > 1:
+        raise NotFound(f"{text} names more than one envelope; give more of its id")
+    raise NotFound(f"No outbox envelope {shown(text)}")
 
 
 # --- the pane's window -------------------------------------------------------------------

@@ -101,8 +101,11 @@ def render_detail(detail: dict[str, Any]) -> Group:
     ]
     if detail.get("held"):
         parts += [
-            Text("Held notice seen (evidence, not a verdict)", style="bold underline"),
-            Text(_evidence(detail["held"])),
+            Text(
+                "Held notice seen: the receiver's words outrank the prediction",
+                style="bold underline",
+            ),
+            Text(explain.held(detail["held"])),
         ]
     if detail.get("expiry"):
         parts += [Text("Proof of loss", style="bold underline")]

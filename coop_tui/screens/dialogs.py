@@ -36,6 +36,7 @@ class ConfirmResend(OfTheApp, ModalScreen[bool]):
     def __init__(self, outbox_id: str) -> None:
         super().__init__()
         self.outbox_id = outbox_id
+        self.refusal: str | None = "Still looking at the receiver"
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -51,11 +52,20 @@ class ConfirmResend(OfTheApp, ModalScreen[bool]):
     @work(thread=True, exit_on_error=False)
     def load(self) -> None:
         detail = queries.delivery_detail(self.outbox_id)
-        self.app.call_from_thread(self.show, detail)
+        # Send again looks again: the receiver's verdict today, beside the one at send.
+        looked = self.coop.office.look_again(detail)
+        self.app.call_from_thread(self.show, detail, looked)
 
-    def show(self, detail: dict[str, Any]) -> None:
+    def show(self, detail: dict[str, Any], looked: dict[str, Any]) -> None:
+        self.refusal = looked["refusal"]
         lines = [Text("Proven not delivered:", style="bold")]
         lines += [Text(f"  {line}") for line in explain.proof_of_loss(detail.get("expiry"))]
+        lines.append(Text(f"Predicted at send: {explain.prediction(looked['at_send'])}"))
+        lines.append(Text(f"Predicted today:   {explain.prediction(looked['today'])}"))
+        if looked["refusal"]:
+            lines.append(Text(f"Not sent again: {looked['refusal']}", style="bold red"))
+        elif looked["warning"]:
+            lines.append(Text(f"Warning: {looked['warning']}", style="yellow"))
         lines.append(
             Text(
                 "A second attempt is a decision: it is recorded as Dad's, and it can be made once.",
@@ -65,11 +75,15 @@ class ConfirmResend(OfTheApp, ModalScreen[bool]):
         self.query_one("#proof", Static).update(Text("\n").join(lines))
 
     def action_answer(self, yes: bool) -> None:
+        if yes and self.refusal:
+            # Nothing is created while the receiver would drop it again.
+            self.notify(self.refusal, title="Send again", severity="warning", markup=False)
+            return
         self.dismiss(yes)
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "yes")
+        self.action_answer(event.button.id == "yes")
 
 
 class FilterDialog(ModalScreen[str | None]):

@@ -77,8 +77,11 @@ def flag_value(argv: list[str], flag: str) -> str | None:
 
 
 def settings_flag(argv: list[str] | None, cwd: str | None) -> Source:
-    """The `--settings` flag: inline JSON, or a path (relative to the chat's cwd)."""
-    value = flag_value(argv or [], "--settings")
+    """The `--settings` flag: inline JSON, or a path (relative to the chat's cwd). A
+    command line that cannot be read (vanished, not ours) may carry one: unknown."""
+    if argv is None:
+        return {"path": "--settings", "error": "the chat's command line could not be read"}
+    value = flag_value(argv, "--settings")
     if value is None:
         return None
     if value.lstrip().startswith("{"):

@@ -4,20 +4,9 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-
 from hosts.sim.launch import SimFleet
-
-
-@pytest.fixture
-def fleet(tmp_path: Path) -> Iterator[SimFleet]:
-    fleet = SimFleet(tmp_path / "claude")
-    yield fleet
-    fleet.stop_all()
 
 
 def outbox(run_coop: Any, env: dict[str, str]) -> list[dict[str, Any]]:
@@ -90,26 +79,24 @@ def test_bypass_chat_stays_uncertain_expires_on_time_and_is_sent_again_once(
     assert len(chat.frames()) == 2
 
 
-def test_invite_for_a_chat_that_is_not_live_waits_pending_with_the_reason(
+def test_invite_for_a_chat_no_mac_has_live_is_refused_and_creates_nothing(
     run_coop: Any, fleet: SimFleet
 ) -> None:
     env = {"CLAUDE_CONFIG_DIR": str(fleet.config_dir)}
     run_coop("todo", "add", "Anything", env=env)
-    invited = run_coop(
-        "invite", "1", "--session", "claude:0badc0de-0000-4000-8000-000000000000", env=env
-    )
-    assert invited.returncode == 0
-    assert "no live chat" in invited.stderr
-    run_coop("tick", env=env)
-    (row,) = outbox(run_coop, env)
-    assert row["state"] == "pending"
-    assert row["last_error"] == "No live chat with session 0badc0de-0000-4000-8000-000000000000"
+    ref = "claude:0badc0de-0000-4000-8000-000000000000"
+    invited = run_coop("invite", "1", "--session", ref, env=env)
+    assert invited.returncode == 1
+    assert invited.stderr.strip() == f"coop: No Mac has a live chat {ref} (asked: office)"
+    assert outbox(run_coop, env) == []
+    assert json.loads(run_coop("todo", "list", "--json", env=env).stdout)[0]["state"] == "open"
 
 
 def test_invite_of_an_unknown_todo_is_refused_with_exit_1(run_coop: Any, fleet: SimFleet) -> None:
     env = {"CLAUDE_CONFIG_DIR": str(fleet.config_dir)}
-    result = run_coop("invite", "9", "--session", "claude:abc", env=env)
+    ref = "claude:0badc0de-0000-4000-8000-000000000000"
+    result = run_coop("invite", "9", "--session", ref, env=env)
     assert result.returncode == 1
     assert result.stderr.strip() == "coop: No todo #9"
-    bad = run_coop("invite", "1", "--session", "slack:abc", env=env)
-    assert bad.returncode == 1 and "claude:<session id>" in bad.stderr
+    bad = run_coop("invite", "1", "--session", "slack:abc", env=env)  # malformed: usage
+    assert bad.returncode == 2 and "claude:<session id>" in bad.stderr

@@ -102,10 +102,39 @@ def test_unrecognised_mode_or_unreadable_command_line_predicts_unknown() -> None
     assert inbound_policy(inputs(cmdline_readable=False))["verdict"] == "unknown"
 
 
-def test_dialog_expiry_comes_from_settings_but_never_from_the_repository() -> None:
+def test_dialog_expiry_comes_from_settings_and_the_repository_may_only_make_it_never() -> None:
+    # The binary honours a repository's dialogExpiry only when it is "never" (OBSERVED 7).
     assert inbound_policy(inputs(user=src(dialogExpiry="60s")))["dialog_expiry"] == "60s"
-    assert inbound_policy(inputs(project=src(dialogExpiry="never")))["dialog_expiry"] == "5m"
     assert inbound_policy(inputs(user=src(dialogExpiry="3 days")))["dialog_expiry"] == "5m"
+    assert inbound_policy(inputs(project=src(dialogExpiry="60s")))["dialog_expiry"] == "5m"
+    for repository in ("project", "local"):
+        never = inbound_policy(
+            inputs(user=src(dialogExpiry="60s"), **{repository: src(dialogExpiry="never")})
+        )
+        assert never["dialog_expiry"] == "never"
+
+
+def test_an_explicit_repository_hold_wins_over_an_equal_parity_hold() -> None:
+    # Both hold, but only the parity one would expire: an explicit hold never does, so a
+    # frame the receiver holds for good is never proven lost at the dialog expiry.
+    for repository, label in (("project", "project"), ("local", "project-local")):
+        got = inbound_policy(
+            inputs(
+                recorded_mode="bypassPermissions", **{repository: src(crossSessionInbound="hold")}
+            )
+        )
+        assert (got["verdict"], got["source"]) == ("hold", label)
+        assert verdict(got, 10**7) is None
+
+
+def test_an_unreadable_command_line_makes_the_settings_flag_unknown() -> None:
+    # The chat may have been started with --settings: user settings must not win blindly.
+    from hosts.mac.settings import settings_flag
+
+    flag = settings_flag(None, "/work")
+    got = inbound_policy(inputs(flag=flag, user=src(crossSessionInbound="accept")))
+    assert got["verdict"] == "unknown"
+    assert settings_flag([], "/work") is None  # readable, no flag: absent
 
 
 SENT = 1_000_000.0
@@ -162,3 +191,58 @@ def test_accept_expires_only_idle_and_without_an_entry_after_60s() -> None:
 def test_unknown_never_expires() -> None:
     assert verdict({"verdict": "unknown"}, 10**7) is None
     assert verdict(None, 10**7) is None
+
+
+# --- a held notice seen outranks the prediction (issue 12) ---------------------------------
+
+PARITY_HELD = {"offset": 10, "preview": "Invitation", "cause": "parity"}
+EXPLICIT_HELD = {"offset": 10, "preview": "Invitation", "cause": "explicit"}
+
+
+def held_verdict(
+    prediction: dict[str, Any] | None, held: dict[str, Any], elapsed: float
+) -> str | None:
+    def untouched() -> Any:
+        raise AssertionError("a held envelope's fate is not read from the registry")
+
+    return delivery_verdict(prediction, SENT, SENT + elapsed, untouched, untouched, held=held)
+
+
+ACCEPT = {"verdict": "accept", "source": "user", "dialog_expiry": "5m"}
+REFUSE = {"verdict": "refuse", "source": "project", "dialog_expiry": "5m"}
+
+
+@pytest.mark.parametrize("cause", ["explicit", "unrecognized", "unknown"])
+@pytest.mark.parametrize("prediction", [ACCEPT, REFUSE, None])
+def test_a_seen_explicit_or_unreadable_hold_never_expires_while_watched(cause, prediction):
+    held = {**EXPLICIT_HELD, "cause": cause}
+    for elapsed in (0, 61, 6 * 60, 3600, 10**7):
+        assert held_verdict(prediction, held, elapsed) is None
+
+
+@pytest.mark.parametrize("prediction", [ACCEPT, REFUSE, None])
+def test_a_seen_parity_hold_follows_the_dialog_expiry_whatever_was_predicted(prediction):
+    assert held_verdict(prediction, PARITY_HELD, 61) is None
+    assert held_verdict(prediction, PARITY_HELD, 5 * 60 + 59) is None
+    assert held_verdict(prediction, PARITY_HELD, 6 * 60) == "held-for-approval-then-expired"
+    assert held_verdict(prediction, PARITY_HELD, 3600) == "held-for-approval-then-expired"
+
+
+def test_a_seen_parity_hold_uses_the_dialog_expiry_coop_can_read() -> None:
+    quick = {"verdict": "accept", "source": "user", "dialog_expiry": "60s"}
+    assert held_verdict(quick, PARITY_HELD, 119) is None
+    assert held_verdict(quick, PARITY_HELD, 120) == "held-for-approval-then-expired"
+    never = {"verdict": "accept", "source": "user", "dialog_expiry": "never"}
+    assert held_verdict(never, PARITY_HELD, 10**7) is None
+
+
+def test_the_hold_cause_is_read_from_the_notices_own_words() -> None:
+    from coop_engine.receipts import hold_cause
+    from hosts.sim.replies import HOLD_CAUSES
+
+    # The simulator's notices are the real binary's sentences (OBSERVED.md 6 and 7).
+    assert hold_cause(HOLD_CAUSES["no-mode-asserted"]) == "parity"
+    for explicit in ("explicit-setting", "managed-setting", "repo-setting"):
+        assert hold_cause(HOLD_CAUSES[explicit]) == "explicit"
+    assert hold_cause(HOLD_CAUSES["invalid-setting"]) == "unrecognized"
+    assert hold_cause("Held peer message — not delivered to Claude (1 held).") == "unknown"

@@ -288,6 +288,30 @@ def test_expire_of_a_row_that_is_not_an_uncertain_send_is_refused(steps, state):
     assert row(outbox_id).state == state
 
 
+@pytest.mark.parametrize("cause", ["parity", "explicit", "unrecognized", "unknown"])
+@pytest.mark.parametrize("reason", ["receiver-idle-without-entry", "refused-by-receiver-policy"])
+def test_a_seen_held_notice_is_never_proven_lost_by_silence_or_prediction(steps, cause, reason):
+    # An explicit hold keeps the receiver idle: idle without an entry proves nothing.
+    outbox_id = in_state(steps, "uncertain")
+    steps.engine.record_held(outbox_id, {"offset": 0, "preview": "x", "cause": cause})
+    with pytest.raises(Conflict, match="held by its receiver"):
+        steps.engine.expire(outbox_id, verdict(outbox_id, reason))
+    assert row(outbox_id).state == "uncertain"
+
+
+@pytest.mark.parametrize("cause", ["explicit", "unrecognized", "unknown"])
+def test_only_a_parity_hold_is_proven_lost_at_its_dialog_expiry(steps, cause):
+    held = in_state(steps, "uncertain")
+    steps.engine.record_held(held, {"offset": 0, "preview": "x", "cause": cause})
+    with pytest.raises(Conflict, match="held by its receiver"):
+        steps.engine.expire(held, verdict(held, "held-for-approval-then-expired"))
+    assert row(held).state == "uncertain"
+    parity = in_state(steps, "uncertain")
+    steps.engine.record_held(parity, {"offset": 0, "preview": "x", "cause": "parity"})
+    steps.engine.expire(parity, verdict(parity, "held-for-approval-then-expired"))
+    assert row(parity).state == "expired"
+
+
 def test_expiry_tells_dad_the_reason(steps):
     outbox_id = in_state(steps, "uncertain")
     steps.engine.expire(outbox_id, verdict(outbox_id, "receiver-idle-without-entry"))

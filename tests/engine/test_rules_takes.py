@@ -303,3 +303,46 @@ def test_a_sweep_that_loses_the_race_tells_dad_nothing(steps, clock, monkeypatch
     assert steps.engine.sweep_obligations()["overdue"] == []
     assert outcome_obligation(accepted["dispatch"]).state == "overdue"
     assert not Notification.select().where(Notification.kind == "obligation overdue").exists()
+
+
+# --- the legacy take's review (seed 003: "reviewed by the chief after three hours") -------
+
+
+def reviews() -> list[Outbox]:
+    return list(Outbox.select().where(Outbox.kind == "review").order_by(Outbox.created_at))
+
+
+def test_an_overdue_legacy_take_goes_to_the_chief_once(steps, clock):
+    steps.engine.set_chief(OTHER_CHAT, "dad", HOST)
+    anonymous = steps.engine.take_cli(steps.todo("Fix the importer"), None, HOST)
+    steps.cli_taker()  # a legacy take by a named chat: reviewed too
+    clock.advance(3 * HOUR)
+    steps.engine.sweep_obligations()
+    first, second = reviews()
+    assert first.session.ref == OTHER_CHAT and first.session.host == HOST
+    assert (first.session.mode, first.state) == ("managed", "pending")
+    assert first.payload["obligation"] != second.payload["obligation"]
+    assert "legacy take of todo #1: Fix the importer" in first.payload["text"]
+    assert "nobody watches this work" in first.payload["text"]
+    assert f"by {CHAT} on {HOST}" in second.payload["text"]
+    assert "coop todo report 1" in first.payload["text"]
+    assert anonymous["dispatch"] is not None
+    clock.advance(HOUR)
+    steps.engine.sweep_obligations()
+    assert len(reviews()) == 2  # one review per obligation, never another
+
+
+def test_without_a_chief_an_overdue_legacy_take_is_dads_notice_only(steps, clock):
+    steps.engine.take_cli(steps.todo(), None, HOST)
+    clock.advance(3 * HOUR)
+    steps.engine.sweep_obligations()
+    assert reviews() == []
+    assert Notification.get(Notification.kind == "obligation overdue")
+
+
+def test_a_managed_accepts_overdue_obligation_is_not_a_legacy_review(steps, clock):
+    steps.engine.set_chief(OTHER_CHAT, "dad", HOST)
+    steps.accepted()
+    clock.advance(2 * HOUR)
+    steps.engine.sweep_obligations()
+    assert reviews() == []

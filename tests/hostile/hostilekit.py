@@ -46,15 +46,15 @@ def write_registry(config: Path, name: str, content: bytes | str | dict[str, Any
 
 
 def shown_cleanly(
-    result: subprocess.CompletedProcess[str], codes: tuple[int, ...] = (0, 1)
+    result: subprocess.CompletedProcess[str], codes: tuple[int, ...] = (0, 1, 2)
 ) -> None:
-    """What the user sees: an expected exit code, at most one line on stderr for a
-    refusal, and never a traceback."""
+    """What the user sees: an expected exit code, one line on stderr for a refusal (1)
+    or a usage error (2), and never a traceback."""
     assert result.returncode in codes, (result.returncode, result.stderr)
     assert "Traceback" not in result.stderr + result.stdout, result.stderr
-    if result.returncode == 1:
+    if result.returncode in (1, 2):
         lines = [line for line in result.stderr.splitlines() if line.strip()]
-        assert len(lines) == 1 and lines[0].startswith("coop: "), result.stderr
+        assert len(lines) == 1 and lines[0].startswith("coop"), result.stderr
 
 
 def no_frames(*chats: SimChat) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostilekit import shown_cleanly
+from hostilekit import GOOD_SESSION, shown_cleanly
 
 FILES: dict[str, bytes] = {
     "not UTF-8": b'office = "\xff\xfe"\n',
@@ -20,7 +20,13 @@ FILES: dict[str, bytes] = {
     "a mac that is a string": b'mac = "laptop"\n',
     "a megabyte of one key": b'office = "' + b"x" * (1 << 20) + b'"\nbad\n',
 }
-COMMANDS = (("chats",), ("hosts",), ("tick",), ("invite", "1", "--session", "claude:x"), ("serve",))
+COMMANDS = (
+    ("chats",),
+    ("hosts",),
+    ("tick",),
+    ("invite", "1", "--session", f"claude:{GOOD_SESSION}"),
+    ("serve",),
+)
 
 
 @pytest.mark.parametrize("case", list(FILES))

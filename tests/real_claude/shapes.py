@@ -34,7 +34,10 @@ BOOKKEEPING = {
     "api-request",
 }
 # Keys the real chat writes on some entries of a kind and not others.
-VARIABLE_KEYS = {"serverClassifierRequest"}
+# `verifiedPeerProcStart` is the sender's start time, read when the chat takes the frame:
+# a sender that has exited by then (a `coop tick` that wrote and left) has none
+# (OBSERVED.md 3). Coop does not read it.
+VARIABLE_KEYS = {"serverClassifierRequest", "verifiedPeerProcStart"}
 # Objects inside an entry whose keys are compared too.
 NESTED = (
     ("message",),
@@ -165,7 +168,7 @@ def envelope_facts(entries: list[Entry], msg_id: str, text: str) -> dict[str, An
     for entry in sightings:
         origin = entry.get("origin") or entry["attachment"]["origin"]
         facts[f"{kind(entry)} origin"] = {
-            "keys": sorted(origin),
+            "keys": sorted(set(origin) - VARIABLE_KEYS),
             "kind": origin.get("kind"),
             "from": origin.get("from"),
         }

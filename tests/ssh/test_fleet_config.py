@@ -78,7 +78,7 @@ def test_a_malformed_fleet_file_is_one_error_naming_the_file_and_line(
 def test_the_cli_reports_a_malformed_fleet_file_with_exit_1(run_coop: Any, coop_home: Path) -> None:
     coop_home.mkdir(parents=True)
     (coop_home / "fleet.toml").write_text('[[mac]]\nname = "a"\nhost = "h"\nport = -1\n')
-    for args in (["hosts"], ["chats"], ["chat", "show", "x"]):
+    for args in (["hosts"], ["chats"], ["chat", "show", "5b7cf1d2-8a61-4c0e-9d43-2f7e1a9c0b11"]):
         done = run_coop(*args)
         assert done.returncode == 1
         assert (

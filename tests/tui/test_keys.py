@@ -35,7 +35,7 @@ def toasts(app: Any) -> list[str]:
 def test_send_again_confirms_with_the_proof_of_loss_and_a_second_press_is_refused(
     staged: Staged,
 ) -> None:
-    lost = staged.outbox["locked"]
+    lost = staged.outbox["flaky"]
 
     async def script(pilot: Pilot[None]) -> None:
         app: Any = pilot.app
@@ -46,8 +46,8 @@ def test_send_again_confirms_with_the_proof_of_loss_and_a_second_press_is_refuse
         await settle(pilot)
         shown = flat(screen_text(app))
         assert f"Send again {lost[:8]}?" in shown
-        assert "refused-by-receiver-policy" in shown
-        assert "crossSessionInbound: refuse" in shown
+        assert "receiver-idle-without-entry" in shown
+        assert "Predicted at send: accept" in shown and "Predicted today:" in shown
         assert "recorded as Dad's" in shown
         await pilot.press("y")
         await until(pilot, lambda: Outbox.get_by_id(lost).resent_as is not None, what="resent")
@@ -64,6 +64,29 @@ def test_send_again_confirms_with_the_proof_of_loss_and_a_second_press_is_refuse
         await until(pilot, lambda: ALREADY in flat(screen_text(app)), what="the toast shown")
         assert not isinstance(app.screen, ConfirmResend)
         assert Outbox.select().where(Outbox.resent_from == lost).count() == 1
+
+    drive(staged.app(), script)
+
+
+def test_send_again_to_a_receiver_that_still_refuses_creates_nothing(staged: Staged) -> None:
+    lost = staged.outbox["locked"]
+    before = Outbox.select().count()
+
+    async def script(pilot: Pilot[None]) -> None:
+        app: Any = pilot.app
+        await loaded(pilot)
+        await select_row(pilot, app.outbox_pane, lost)
+        await pilot.press("r")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmResend), what="the dialog")
+        still = "the receiver still refuses peer messages"
+        await until(pilot, lambda: still in flat(screen_text(app)), what="today's look")
+        shown = flat(screen_text(app))
+        assert "refused-by-receiver-policy" in shown
+        assert "Predicted today: refuse" in shown
+        await pilot.press("y")
+        await until(pilot, lambda: any(still in t for t in toasts(app)), what="the refusal")
+        assert isinstance(app.screen, ConfirmResend)  # nothing decided, nothing created
+        assert Outbox.select().count() == before
 
     drive(staged.app(), script)
 

@@ -375,6 +375,7 @@ def stage(
                 "offset": 115,
                 "preview": invitation_text[:80],
                 "timestamp": "2026-05-04T09:00:30.000Z",
+                "cause": "parity",
             },
         )
         for name, reason, extra_evidence in (
@@ -413,7 +414,12 @@ def stage(
         reviewer.transcript.append(held(reviewer, clock.now, again_text, uids()))
         coop.record_held(
             outbox["reviewer_again"],
-            {"offset": 715, "preview": again_text[:80], "timestamp": "2026-05-04T09:07:00.000Z"},
+            {
+                "offset": 715,
+                "preview": again_text[:80],
+                "timestamp": "2026-05-04T09:07:00.000Z",
+                "cause": "parity",
+            },
         )
         # The exited chat's invitation cannot be sent: refused before any byte.
         clock.advance(3)
@@ -598,6 +604,7 @@ async def loaded(pilot: Pilot[None]) -> None:
     app: Any = pilot.app
     await until(pilot, lambda: app.outbox_pane.row_count > 0, what="outbox rows")
     await until(pilot, lambda: len(app.surveys) == len(app.office.names), what="every Mac surveyed")
+    await until(pilot, lambda: app.claim_told, what="the status line's coordinator")
     await settle(pilot)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from coop_engine import receipts
+from coop_engine import pacing, receipts
 from coop_engine.engine import Engine
 from coop_engine.errors import Conflict
 from coop_engine.models import Dispatch, Outbox
@@ -37,6 +37,14 @@ class ClaudeDoor:
     # --- sending ----------------------------------------------------------------------
 
     def deliver(self, row: Outbox) -> None:
+        # The receiver drops what exceeds its admission limits: such an envelope waits,
+        # pending, for a later pass; its reason is recorded once while unchanged.
+        paced = pacing.pace(row, self.engine.clock())
+        if paced is not None:
+            if row.last_error != paced:
+                self.log(f"{row.id[:8]} {row.kind} waits: {paced}")
+            self.engine.record_refusal(row.id, paced)
+            return
         native_id = row.session.native_id
         try:
             first = self.host.target(native_id)
@@ -154,9 +162,11 @@ class ClaudeDoor:
                     "offset": offset,
                     "preview": notice.preview,
                     "timestamp": notice.timestamp,
+                    "cause": notice.cause,
+                    "proves": receipts.HOLD_PROOFS[notice.cause],
                 }
                 self.engine.record_held(row.id, evidence)
-                self.log(f"{row.id[:8]} held by the receiver (evidence, not a verdict)")
+                self.log(f"{row.id[:8]} held by the receiver: {evidence['proves']}")
                 return
 
     def _answers(self, row: Outbox, lines: list[tuple[int, str]], nonce: str) -> int | None:
@@ -220,7 +230,12 @@ class ClaudeDoor:
 
         try:
             reason = delivery_verdict(
-                cursor.get("inbound"), float(cursor.get("sent_at") or 0), now, status, mentions
+                cursor.get("inbound"),
+                float(cursor.get("sent_at") or 0),
+                now,
+                status,
+                mentions,
+                held=row.held,
             )
         except (NativeRefusal, HostError) as error:
             self.log(f"{row.id[:8]} verdict postponed: {error}")
@@ -238,5 +253,7 @@ class ClaudeDoor:
         }
         if reason == "receiver-idle-without-entry":
             evidence["receiver_status"] = "idle"
+        if row.held:
+            evidence["held"] = row.held  # the receiver's words decided, not the prediction
         self.engine.expire(row.id, evidence)
         self.log(f"{row.id[:8]} {row.kind} expired: {reason}")

@@ -1,0 +1,141 @@
+"""The shapes of the `coop` command's arguments. Malformed input is a usage error (exit
+2), found before anything is opened; a well-formed id that names nothing is the ledger's
+refusal (exit 1). A rejected value is quoted whole: main's `_last_line` cuts a long one
+short."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re  # argparse has loaded it already
+import sys
+
+TYPE_CHECKING = False  # typing costs milliseconds at start-up; the CLI starts often
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def _columns() -> int:
+    """The terminal's width, as shutil would say, without importing shutil."""
+    try:
+        return int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        pass
+    stdout = sys.__stdout__
+    try:
+        return os.get_terminal_size(stdout.fileno()).columns if stdout else 80
+    except (ValueError, OSError):
+        return 80
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    # argparse builds a formatter for every argument it adds, and the stock one imports
+    # shutil (with bz2, lzma and zlib) to measure the terminal: that costs more than
+    # `coop chats` spends reading 200 chats.
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=_columns() - 2)
+
+
+class Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
+LARGEST_ID = 2**63 - 1  # SQLite's and PostgreSQL's largest integer
+LAST_UNIX_TIME = 253402300799.0  # 9999-12-31T23:59:59Z: the last second an ISO date shows
+LONGEST_INTERVAL = 86400.0
+LONGEST_NAME = 255
+LONGEST_PATH = 4096  # PATH_MAX
+UUID_LENGTH = 36
+_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+SESSION_SHAPE = "claude:<session id> or codex:<thread id> (each a UUID)"
+
+
+def unix_time(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not Unix seconds: {text!r}") from None
+    # NaN fails both comparisons; infinity and year 10000 cannot be shown as a date.
+    if not 0 <= value <= LAST_UNIX_TIME:
+        raise argparse.ArgumentTypeError(f"not a Unix time from 0 to year 9999: {text!r}")
+    return value
+
+
+def interval(text: str) -> float:
+    """Seconds between two coordinator passes: more than 0, at most a day."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value <= LONGEST_INTERVAL:
+        raise argparse.ArgumentTypeError(
+            f"must be more than 0 and at most {LONGEST_INTERVAL:.0f} seconds: {text!r}"
+        )
+    return value
+
+
+def positive_int(text: str) -> int:
+    """A todo number or a count: ASCII digits, 1 or more, an integer the ledger can hold."""
+    digits = text.strip()
+    if re.fullmatch("[+-]?[0-9]+", digits) is None:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}")
+    # Checked before int(), which refuses 4,300 digits or more in words about Python.
+    if len(digits.lstrip("+-").lstrip("0")) > len(str(LARGEST_ID)) or int(digits) > LARGEST_ID:
+        raise argparse.ArgumentTypeError(f"too large: {digits!r}")
+    if int(digits) < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more: {digits!r}")
+    return int(digits)
+
+
+def session_ref(text: str) -> str:
+    """`claude:<session id>` or `codex:<thread id>`, the id a UUID (lower-cased)."""
+    ref = text.strip().lower()
+    if re.fullmatch(f"(claude|codex):{_UUID}", ref) is None:
+        raise argparse.ArgumentTypeError(f"a chat is named {SESSION_SHAPE}, not {text!r}")
+    return ref
+
+
+def chat_id(text: str) -> str:
+    """A Claude session id, alone or as `claude:<session id>` (lower-cased)."""
+    ref = text.strip().lower()
+    if re.fullmatch(f"(claude:)?{_UUID}", ref) is None:
+        raise argparse.ArgumentTypeError(f"a session id is a UUID, or claude:<UUID>, not {text!r}")
+    return ref
+
+
+def envelope_id(text: str) -> str:
+    """An envelope's id (a UUID) or the start of one, as the tables show it."""
+    from coop_engine.errors import ENVELOPE_ID_TOO_SHORT
+
+    # The ledger's own rule; `resend` loads the ledger anyway.
+    from coop_engine.queries.envelopes import MIN_ID_PREFIX
+
+    wanted = text.strip().lower()
+    if len(wanted) < MIN_ID_PREFIX:
+        raise argparse.ArgumentTypeError(ENVELOPE_ID_TOO_SHORT.format(count=MIN_ID_PREFIX))
+    if len(wanted) > UUID_LENGTH or re.fullmatch("[0-9a-f-]+", wanted) is None:
+        raise argparse.ArgumentTypeError(
+            f"an envelope id is a UUID or its start, as `coop outbox` shows it, not {text!r}"
+        )
+    return wanted
+
+
+def host_name(text: str) -> str:
+    """A fleet Mac's name as fleet.toml gives it: 1 to 255 printable characters."""
+    if not text.strip() or len(text) > LONGEST_NAME or not text.isprintable():
+        raise argparse.ArgumentTypeError(
+            f"a fleet Mac's name is 1 to {LONGEST_NAME} printable characters, not {text!r}"
+        )
+    return text
+
+
+def home_dir(text: str) -> str:
+    """The Coop home as a path: not empty (which would mean the default), not longer than a
+    path can be."""
+    if not text.strip() or len(text) > LONGEST_PATH:
+        raise argparse.ArgumentTypeError(
+            f"a directory, 1 to {LONGEST_PATH} characters, not {text!r}"
+        )
+    return text

@@ -1,0 +1,53 @@
+"""Send again looks again (issue 12): before a second attempt, the receiver's verdict is
+predicted anew, as at send. A receiver that still refuses would drop the second frame as
+it dropped the first, so Send again is refused until its settings change; one that will
+hold it again by parity is a warning. The CLI and the app both ask here first."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from coop_engine.policy import PARITY, inbound_policy
+from hosts.mac.errors import HostsError
+from hosts.mac.host import Host
+
+STILL_REFUSES = (
+    "the receiver still refuses peer messages: its crossSessionInbound must change first"
+)
+HOLDS_AGAIN = (
+    "the receiver will hold it again (it bypasses prompts and Coop asserts no permission"
+    " mode): it is dropped at its dialog expiry unless approved in the chat"
+)
+
+
+def _unknown(why: str) -> dict[str, Any]:
+    return {"verdict": "unknown", "source": "unknown", "why": why, "dialog_expiry": None}
+
+
+def predict_today(hosts: Mapping[str, Host], envelope: dict[str, Any]) -> dict[str, Any]:
+    """The receiver's verdict as predicted now, for an envelope as `queries` shows it."""
+    vendor, _, native_id = str(envelope["session"]).partition(":")
+    host = hosts.get(str(envelope["host"]))
+    if host is None:
+        return _unknown(f"{envelope['host']} is not in the fleet")
+    if vendor != "claude":
+        return _unknown(f"no prediction for {vendor} chats")
+    try:
+        return inbound_policy(host.policy_inputs(native_id))
+    except HostsError as error:
+        return _unknown(str(error))
+
+
+def look_again(hosts: Mapping[str, Host], envelope: dict[str, Any]) -> dict[str, Any]:
+    """The prediction at send beside today's, and what today's means for Send again:
+    `refusal` (nothing may be created) or `warning` (it may, knowingly)."""
+    today = predict_today(hosts, envelope)
+    refusal = STILL_REFUSES if today["verdict"] == "refuse" else None
+    holds = today["verdict"] == "hold" and today.get("source") == PARITY
+    return {
+        "at_send": envelope.get("inbound"),
+        "today": today,
+        "refusal": refusal,
+        "warning": HOLDS_AGAIN if holds else None,
+    }

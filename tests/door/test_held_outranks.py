@@ -1,0 +1,68 @@
+"""A held notice the receiver wrote outranks the prediction Coop made at send (issue 12):
+a hold Coop did not predict is never proven lost by silence, and is delivered once a
+settings change releases it. Real simulated chats, real passes, an injected clock."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from doorkit import Door
+
+from coop_engine.models import Outbox
+
+
+def hidden_managed_settings(tmp_path: Path, value: str) -> Path:
+    """Managed settings the chat reads and Coop cannot (another folder than Coop's)."""
+    folder = tmp_path / "hidden-managed"
+    folder.mkdir(exist_ok=True)
+    (folder / "managed-settings.json").write_text(json.dumps({"crossSessionInbound": value}))
+    return folder
+
+
+def test_an_unpredicted_explicit_hold_stays_watched_then_its_release_is_received(
+    door: Door, tmp_path: Path
+) -> None:
+    hidden = hidden_managed_settings(tmp_path, "hold")
+    chat = door.chat("--managed-settings-dir", str(hidden))
+    outbox_id = door.invite(chat)
+    door.tick_until(lambda: door.row(outbox_id)["held"] is not None)
+    row = door.row(outbox_id)
+    assert row["inbound"]["verdict"] == "accept"  # what Coop could read said accept
+    assert row["held"]["cause"] == "explicit"
+    assert "never expires" in row["held"]["proves"]
+    assert chat.entry()["status"] == "idle"  # an explicit hold keeps the chat idle
+    sent = float(Outbox.get_by_id(outbox_id).cursor["sent_at"])
+    for later in (61, 6 * 60, 3600):
+        door.clock.now = sent + later
+        door.tick()
+        assert door.row(outbox_id)["state"] == "uncertain", f"at +{later} s"
+    assert not [line for line in door.log if "expired" in line]
+    # The prediction at send is history: it stays as it was.
+    assert door.row(outbox_id)["inbound"]["verdict"] == "accept"
+    hidden_managed_settings(tmp_path, "accept")
+    door.tick_until(lambda: door.row(outbox_id)["state"] == "delivered")
+    assert [e for e in chat.transcript_entries() if "Released 1 held" in str(e.get("content"))]
+
+
+def test_a_parity_hold_seen_outranks_an_unknown_prediction(door: Door) -> None:
+    # Coop cannot read the chat's user settings, so it predicted unknown (which never
+    # expires); the bypassing chat holds by parity and says so: its words decide.
+    door.fleet.config_dir.mkdir(parents=True, exist_ok=True)
+    (door.fleet.config_dir / "settings.json").write_text("{not json")
+    chat = door.chat("--permission-mode", "bypassPermissions")
+    outbox_id = door.invite(chat)
+    door.tick_until(lambda: door.row(outbox_id)["held"] is not None)
+    row = door.row(outbox_id)
+    assert row["inbound"]["verdict"] == "unknown"
+    assert row["held"]["cause"] == "parity"
+    sent = float(Outbox.get_by_id(outbox_id).cursor["sent_at"])
+    door.clock.now = sent + 5 * 60 + 59
+    door.tick()
+    assert door.row(outbox_id)["state"] == "uncertain"
+    door.clock.now = sent + 6 * 60
+    door.tick()
+    row = door.row(outbox_id)
+    assert (row["state"], row["reason"]) == ("expired", "held-for-approval-then-expired")
+    assert row["inbound"]["verdict"] == "unknown"  # the prediction at send stays history
+    assert Outbox.get_by_id(outbox_id).expiry["held"]["cause"] == "parity"
