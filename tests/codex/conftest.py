@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prerequisites import missing
 
 from . import real_codex
 
@@ -52,7 +53,7 @@ def sim_codex() -> SimCodex:
 def fixture_rollouts() -> list[Path]:
     found = sorted(FIXTURES.glob("codex_*rollout-*.jsonl"))
     if not found:
-        pytest.skip(f"no real Codex rollouts in {FIXTURES}")
+        missing(f"no real Codex rollouts in {FIXTURES}")
     return found
 
 

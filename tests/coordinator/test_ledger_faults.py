@@ -21,6 +21,7 @@ from typing import Any
 import peewee as pw
 import pytest
 from officekit import Office
+from prerequisites import missing
 from servekit import until
 
 from coop_engine import queries
@@ -76,7 +77,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 def small_disk(where: Path) -> Iterator[Path]:
     """A tmpfs of a few megabytes mounted at `where`, or a skip saying why not."""
     if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
+        missing("mounting a small tmpfs needs root")
     where.mkdir(parents=True)
     mounted = subprocess.run(
         ["mount", "-t", "tmpfs", "-o", f"size={DISK},mode=0700", "tmpfs", str(where)],
@@ -84,7 +85,7 @@ def small_disk(where: Path) -> Iterator[Path]:
         text=True,
     )
     if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+        missing(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
     try:
         yield where
     finally:

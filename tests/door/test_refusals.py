@@ -11,8 +11,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import pytest
 from doorkit import Door
+from prerequisites import missing
 
 from hosts.mac.host import Host
 from hosts.mac.local import LocalHost
@@ -165,7 +165,7 @@ def test_several_live_entries_for_one_session_id_are_refused(door: Door) -> None
 
 def test_socket_owned_by_another_user_is_refused(door: Door, tmp_path: Path) -> None:
     if os.getuid() != 0:
-        pytest.skip("changing a socket's owner needs root; CI runs as root")
+        missing("changing a socket's owner needs root; CI runs as root")
     chat = door.chat()
     outbox_id = door.invite(chat)
     os.chown(chat.socket, 65534, 65534)

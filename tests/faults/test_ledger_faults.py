@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prerequisites import missing
 
 from .kit import dump
 
@@ -137,7 +138,7 @@ def test_postgresql_without_its_driver_names_the_extra_to_install(
 def mount(*args: str) -> None:
     done = subprocess.run(["mount", *args], capture_output=True, text=True, timeout=30)
     if done.returncode != 0:
-        pytest.skip(f"mounting is not permitted here: {done.stderr.strip()}")
+        missing(f"mounting is not permitted here: {done.stderr.strip()}")
 
 
 def unmount(folder: Path) -> None:
