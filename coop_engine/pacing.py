@@ -81,12 +81,25 @@ def pace(row: Outbox, now: float) -> str | None:
     """None when the pending envelope ``row`` may go to its chat at ``now``; otherwise
     why not and when it goes, in words ("paced: ..."). The words depend only on what
     the ledger recorded, so every pass gives the same text until something changes."""
+    paced = _paced(row, now)
+    return None if paced is None else paced[0]
+
+
+def goes_at(row: Outbox, now: float) -> float | None:
+    """When a paced envelope may go, if a time decides it (None when it may go now, or
+    when it waits for a receipt rather than a time)."""
+    paced = _paced(row, now)
+    return None if paced is None else paced[1]
+
+
+def _paced(row: Outbox, now: float) -> tuple[str, float | None] | None:
     chat = _chat(row.session)
     outstanding = _outstanding(chat)
     if outstanding >= MAX_OUTSTANDING:
         return (
             f"paced: {outstanding} envelopes to this chat are not yet received, as many "
-            "as its queue holds; this goes once one of them is"
+            "as its queue holds; this goes once one of them is",
+            None,
         )
     repeat = _same_text_sent_at(chat, row.payload.get("text"), now)
     state = _bucket(chat)
@@ -96,11 +109,13 @@ def pace(row: Outbox, now: float) -> str | None:
         if repeat_due >= (bucket_due or 0):
             return (
                 f"paced: this chat got the same text at {_clock(repeat)} and drops a "
-                f"repeat within 30 s; this goes at {_clock(repeat_due)}"
+                f"repeat within 30 s; this goes at {_clock(repeat_due)}",
+                repeat_due,
             )
     if state is None or bucket_due is None:
         return None
-    return _bucket_reason(state, bucket_due, _ahead(row, chat))
+    # The first in line goes at bucket_due; those behind it are weighed again then.
+    return _bucket_reason(state, bucket_due, _ahead(row, chat)), bucket_due
 
 
 def _bucket_due(state: Bucket | None, now: float) -> float | None:

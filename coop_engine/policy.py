@@ -133,6 +133,29 @@ def _held_verdict(
     return None
 
 
+def verdict_due(
+    prediction: dict[str, Any] | None, sent_at: float, now: float, held: dict[str, Any] | None
+) -> float | None:
+    """When delivery_verdict may next decide something for an uncertain envelope whose
+    receiver's records have not changed: the grace's end, or a parity hold's dialog
+    expiry plus the grace. None when only a change in those records can decide (which
+    wakes a pass by itself), or the time has passed (the next pass decides)."""
+    policy = prediction or {"verdict": "unknown"}
+    parity_hold = (
+        held.get("cause") == "parity"
+        if held
+        else policy.get("verdict") == "hold" and policy.get("source") == PARITY
+    )
+    expiry = _expiry_seconds(policy)
+    if parity_hold and expiry is not None:
+        due = sent_at + expiry + GRACE_SECONDS
+    elif not held and policy.get("verdict") == "accept":
+        due = sent_at + GRACE_SECONDS
+    else:
+        return None
+    return due if due > now else None
+
+
 def delivery_verdict(
     prediction: dict[str, Any] | None,
     sent_at: float,

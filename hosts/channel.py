@@ -4,6 +4,10 @@
 the payload and `hello`, then one JSON request line per call, and reads the answer
 line. A helper that died is started again on the next call; a request it did not answer
 in time ends that helper, so a late answer can never be taken for the next one.
+
+Two budgets: `timeout` for starting the helper (connecting, shipping the payload), and
+`deadline` for each request after that. An operation that waits by design (the `watch`
+long-poll) is given its own wait on top of the deadline.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 
 from hosts import bundle
-from hosts.mac.host import OPERATIONS, HostError
+from hosts.mac.host import OPERATIONS, Host, HostError
 from hosts.mac.native import NativeRefusal
 
 TYPE_CHECKING = False
@@ -70,13 +74,27 @@ class ErrorTail:
 Opener = Callable[[int], Stream]
 
 
+def waits(op: str, args: dict[str, Any]) -> float:
+    """How long the operation itself waits on the Mac before answering: the long-poll's
+    own timeout; nothing for any other."""
+    wait = args.get("timeout") if op == "watch" else None
+    return float(wait) if isinstance(wait, (int, float)) and not isinstance(wait, bool) else 0.0
+
+
 class HelperClient:
     """The client side of the protocol for one Mac, safe to share between threads."""
 
-    def __init__(self, name: str, opener: Opener, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self,
+        name: str,
+        opener: Opener,
+        timeout: float = DEFAULT_TIMEOUT,
+        deadline: float | None = None,
+    ) -> None:
         self.name = name
         self.opener = opener
         self.timeout = timeout
+        self.deadline = deadline if deadline is not None else timeout
         self.hello: dict[str, Any] | None = None
         self._stream: Stream | None = None
         self._buffer = b""
@@ -98,6 +116,13 @@ class HelperClient:
     def close(self) -> None:
         with self._lock:
             self._drop()
+
+    def abort(self) -> None:
+        """End the helper without waiting for the request in flight (which then fails
+        with a HostError in its own thread): for stopping a long-poll."""
+        stream = self._stream
+        if stream is not None:
+            stream.close(broken=True)
 
     def _drop(self, broken: bool = False) -> None:
         stream, self._stream, self._buffer = self._stream, None, b""
@@ -129,12 +154,13 @@ class HelperClient:
         request_id = self._next_id
         line = json.dumps({"id": request_id, "op": op, "args": args}, separators=(",", ":"))
         try:
-            stream.send(line.encode() + b"\n", self.timeout)
+            stream.send(line.encode() + b"\n", self.timeout if starting else self.deadline)
         except OSError:
             cause = self._died(op, stream, starting)  # ask how it ended before closing it
             self._drop(broken=True)
             raise HostError(self.name, cause) from None
-        reply = self._read_reply(stream, op, starting)
+        budget = self.timeout if starting else self.deadline + waits(op, args)
+        reply = self._read_reply(stream, op, starting, budget)
         if reply.get("id") != request_id:
             self._drop(broken=True)
             raise HostError(self.name, f"helper answered request {reply.get('id')}, not {op}")
@@ -142,11 +168,11 @@ class HelperClient:
             return reply.get("result")
         raise self._failure(op, reply.get("error") or {})
 
-    def _read_reply(self, stream: Stream, op: str, starting: bool) -> dict[str, Any]:
-        deadline = time.monotonic() + self.timeout
+    def _read_reply(self, stream: Stream, op: str, starting: bool, budget: float) -> dict[str, Any]:
+        deadline = time.monotonic() + budget
         while True:
             while b"\n" not in self._buffer:
-                self._buffer += self._receive(stream, op, starting, deadline)
+                self._buffer += self._receive(stream, op, starting, deadline, budget)
             raw, _, self._buffer = self._buffer.partition(b"\n")
             try:
                 reply = json.loads(raw)
@@ -162,15 +188,15 @@ class HelperClient:
                     self.name, f"helper sent something that is not an answer: {raw[:80]!r}"
                 )
 
-    def _receive(self, stream: Stream, op: str, starting: bool, deadline: float) -> bytes:
+    def _receive(
+        self, stream: Stream, op: str, starting: bool, deadline: float, budget: float
+    ) -> bytes:
         try:
             chunk = stream.recv(max(0.0, deadline - time.monotonic()))
         except TimeoutError:
             self._drop(broken=True)
             what = "the helper to start" if starting else f"an answer to {op}"
-            raise HostError(
-                self.name, f"timed out after {self.timeout:g}s waiting for {what}"
-            ) from None
+            raise HostError(self.name, f"timed out after {budget:g}s waiting for {what}") from None
         except OSError:
             chunk = b""
         if not chunk:
@@ -193,3 +219,28 @@ class HelperClient:
         if caller_error is not None:
             return caller_error(message)
         return HostError(self.name, f"{op} failed on the Mac: {error.get('type')}: {message}")
+
+
+class HelperHost(Host):
+    """A Mac answered by a helper through `client`. Its long-poll runs on a second helper
+    opened the same way (over ssh, a second channel on the one Transport), so a request
+    never waits behind a `watch`."""
+
+    def __init__(self, name: str, client: HelperClient) -> None:
+        self.name = name
+        self.client = client
+
+    def call(self, op: str, **args: Any) -> Any:
+        return self.client.call(op, args)
+
+    def long_poller(self) -> Host:
+        client = self.client
+        return HelperHost(
+            self.name, HelperClient(self.name, client.opener, client.timeout, client.deadline)
+        )
+
+    def close(self) -> None:
+        self.client.close()
+
+    def abort(self) -> None:
+        self.client.abort()

@@ -8,7 +8,9 @@
     user = "me"                  # optional
     identity_file = "~/.ssh/id_ed25519"   # optional
     known_hosts = "~/.ssh/known_hosts"    # optional; default: system + user files
-    timeout = 10                 # optional, seconds: the most one Mac may cost
+    timeout = 10                 # optional, seconds: the most connecting may cost
+    deadline = 5                 # optional, seconds: the most one request may cost; a
+                                 # Mac past it is unreachable until it answers again
 
 No file: a fleet of one, this machine, named "office". A file Coop cannot use is one
 FleetError naming the file and, when there is one, the line. paramiko is imported only
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
 
 DEFAULT_OFFICE = "office"
 DEFAULT_TIMEOUT = 10.0
+DEFAULT_DEADLINE = 5.0
 TOP_KEYS = ("office", "mac")
 # key: (types accepted, what the message calls it)
 MAC_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
@@ -39,6 +42,7 @@ MAC_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "identity_file": ((str,), "a string"),
     "known_hosts": ((str,), "a string"),
     "timeout": ((int, float), "a number of seconds"),
+    "deadline": ((int, float), "a number of seconds"),
 }
 # Patterns, compiled on first use: only a file with a mistake needs them.
 MAC_HEADER = r"^\s*\[\[\s*mac\s*\]\]"
@@ -142,10 +146,13 @@ class _Checker:
         port = table.get("port")
         if port is not None and not 0 < port < 65536:
             raise self.fail(f"port must be 1 to 65535, not {port}", index, "port")
-        timeout = table.get("timeout", DEFAULT_TIMEOUT)
-        if not timeout > 0:
-            raise self.fail(f"timeout must be more than 0 seconds, not {timeout}", index, "timeout")
-        return {**table, "timeout": float(timeout)}
+        budgets = {"timeout": DEFAULT_TIMEOUT, "deadline": DEFAULT_DEADLINE}
+        for key, default in budgets.items():
+            budgets[key] = float(table.get(key, default))
+            if not 0 < budgets[key] < float("inf"):
+                problem = f"{key} must be more than 0 seconds, not {table[key]}"
+                raise self.fail(problem, index, key)
+        return {**table, **budgets}
 
 
 def read_fleet(path: Path) -> tuple[str, list[dict[str, Any]]]:

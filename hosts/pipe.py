@@ -15,12 +15,8 @@ import time
 from collections.abc import Mapping
 
 from hosts import bundle
-from hosts.channel import DEFAULT_TIMEOUT, ErrorTail, HelperClient, Stream
-from hosts.mac.host import Host, HostError
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+from hosts.channel import DEFAULT_TIMEOUT, ErrorTail, HelperClient, HelperHost, Stream
+from hosts.mac.host import HostError
 
 STOP_SECONDS = 2.0
 EXIT_STATUS_WAIT = 0.2
@@ -121,7 +117,7 @@ class PipeStream(Stream):
                 pipe.close()
 
 
-class PipeHost(Host):
+class PipeHost(HelperHost):
     """A fleet Mac simulated by a local helper process with its own environment.
 
     `env` is laid over this process's environment (for example
@@ -134,12 +130,12 @@ class PipeHost(Host):
         timeout: float = DEFAULT_TIMEOUT,
         python: str = sys.executable,
         cwd: str | None = None,
+        deadline: float | None = None,
     ) -> None:
-        self.name = name
+        super().__init__(name, HelperClient(name, self._open, timeout, deadline))
         self.env = dict(env or {})
         self.python = python
         self.cwd = cwd
-        self.client = HelperClient(name, self._open, timeout)
 
     def _open(self, length: int) -> Stream:
         argv = bundle.bootstrap_argv(length, python=self.python)
@@ -147,9 +143,3 @@ class PipeHost(Host):
             return PipeStream(argv, {**os.environ, **self.env}, self.cwd)
         except OSError as error:
             raise HostError(self.name, f"cannot start the helper: {error}") from None
-
-    def call(self, op: str, **args: Any) -> Any:
-        return self.client.call(op, args)
-
-    def close(self) -> None:
-        self.client.close()

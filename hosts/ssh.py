@@ -16,13 +16,9 @@ import time
 import paramiko
 
 from hosts import bundle
-from hosts.channel import DEFAULT_TIMEOUT, ErrorTail, HelperClient, Stream
-from hosts.mac.host import Host, HostError
+from hosts.channel import DEFAULT_TIMEOUT, ErrorTail, HelperClient, HelperHost, Stream
+from hosts.mac.host import HostError
 from hosts.sshconnect import connect, resolve
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 KEEPALIVE_SECONDS = 15
 # recv waits in slices so stderr is drained meanwhile; data wakes it at once.
@@ -97,8 +93,9 @@ class ChannelStream(Stream):
             self.transport.close()
 
 
-class SshHost(Host):
-    """One fleet Mac over ssh. Settings as in fleet.toml; `ssh_config` is the file
+class SshHost(HelperHost):
+    """One fleet Mac over ssh. Settings as in fleet.toml (`timeout` for connecting and
+    starting the helper, `deadline` for each request after); `ssh_config` is the file
     consulted for a Host alias (tests point it elsewhere)."""
 
     def __init__(
@@ -110,9 +107,10 @@ class SshHost(Host):
         identity_file: str | None = None,
         known_hosts: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
+        deadline: float | None = None,
         ssh_config: str = "~/.ssh/config",
     ) -> None:
-        self.name = name
+        super().__init__(name, HelperClient(name, self._open_helper, timeout, deadline))
         self.host = host
         self.port = port
         self.user = user
@@ -120,13 +118,9 @@ class SshHost(Host):
         self.known_hosts = known_hosts
         self.ssh_config = ssh_config
         self.timeout = timeout
-        self.client = HelperClient(name, self._open_helper, timeout)
         self._transport: paramiko.Transport | None = None
         self._failed: tuple[float, HostError] | None = None
         self._lock = threading.Lock()
-
-    def call(self, op: str, **args: Any) -> Any:
-        return self.client.call(op, args)
 
     def transport(self) -> paramiko.Transport:
         """The Mac's authenticated Transport, opened when there is none or it died."""

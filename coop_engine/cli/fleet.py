@@ -1,5 +1,7 @@
 """The fleet commands: `coop chats`, `coop hosts` and `coop chat show`. They read Macs,
-never the ledger or the app, through the one fleet survey (coop_engine/loop/survey.py)."""
+never the ledger or the app, through the one fleet survey (coop_engine/loop/survey.py):
+asked of the running coordinator over its hub when there is one (its connections are
+warm; loop/desk.py answers), else directly. Each JSON row says which: `"via"`."""
 
 from __future__ import annotations
 
@@ -7,16 +9,18 @@ import argparse
 import sys
 
 from coop_engine.cli.output import print_rows, short
+from coop_engine.errors import CoopError
 from coop_engine.formats import entry_lines, one_line, printable
 from coop_engine.home import coop_home
-from coop_engine.loop import survey
 from hosts.fleet import load_fleet
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from coop_engine.cli.output import Column
+    from coop_engine.loop.desk import Desk
 
 CHAT_COLUMNS: list[Column] = [
     ("HOST", lambda r: r["host"]),
@@ -43,49 +47,64 @@ def warn(message: str) -> None:
     print(f"coop: warning: {one_line(message)}", file=sys.stderr)
 
 
+class HubRefused(CoopError):
+    """The coordinator answered with the command's own failure: said as the command would."""
+
+
+def _ask(op: str, args: dict[str, Any], direct: Callable[[Desk], Any]) -> tuple[Any, str]:
+    """The answer to `op` and how it came: from the running coordinator ("serve"), or
+    asked here through a Desk over this process's own connections ("direct")."""
+    from coop_engine.loop import hub
+
+    home = coop_home()
+    reply = hub.ask(home, op, args)
+    if reply is not None:
+        if not reply["ok"]:
+            raise HubRefused(reply["error"])
+        return reply["result"], "serve"
+    from coop_engine.loop.desk import Desk
+
+    fleet = load_fleet(home)
+    try:
+        return direct(Desk(fleet)), "direct"
+    finally:
+        fleet.close()
+
+
+def _via(rows: list[dict[str, Any]], via: str) -> list[dict[str, Any]]:
+    return [{**row, "via": via} for row in rows]
+
+
 def chats(args: argparse.Namespace) -> int:
     """Live chats of one Mac (--host; its failure is the command's) or of every Mac (an
     unreachable one is a warning, the others are still listed)."""
-    fleet = load_fleet(coop_home())
-    try:
-        hosts = [fleet.host(args.host)] if args.host else list(fleet.hosts.values())
-        rows, failed = survey.live_chats(hosts)
-    finally:
-        fleet.close()
-    for error in failed:
-        if args.host:
-            raise error
-        warn(f"{error}; its chats are not listed")
-    print_rows(rows, CHAT_COLUMNS, args.json)
+    found, via = _ask("chats", {"host": args.host}, lambda desk: desk.chats(args.host))
+    for failed in found["failed"]:
+        warn(f"{failed['host']}: {failed['cause']}; its chats are not listed")
+    print_rows(_via(found["rows"], via), CHAT_COLUMNS, args.json)
     return 0
 
 
 def hosts(args: argparse.Namespace) -> int:
     """Every Mac checked at once; an unreachable one is a row with its reason."""
-    fleet = load_fleet(coop_home())
-    try:
-        rows = survey.ask_each(list(fleet.hosts.values()), survey.health)
-    finally:
-        fleet.close()
-    print_rows(rows, HOST_COLUMNS, args.json)
+    rows, via = _ask("hosts", {}, lambda desk: desk.hosts())
+    print_rows(_via(rows, via), HOST_COLUMNS, args.json)
     return 0
 
 
 def chat_show(args: argparse.Namespace) -> int:
     """A chat's registry entry and transcript tail, on whichever Mac it lives."""
     session_id = args.session_id.removeprefix("claude:")
-    fleet = load_fleet(coop_home())
-    try:
-        hosts = [fleet.host(args.host)] if args.host else list(fleet.hosts.values())
-        found = survey.find_chat(hosts, session_id, named=bool(args.host), warn=warn)
-        if isinstance(found, str):
-            print(f"coop: {one_line(found)}", file=sys.stderr)
-            return 1
-        host, chat = found
-        tail = survey.read_tail(host, session_id, args.lines)
-    finally:
-        fleet.close()
-    view = {"host": host.name, "session_id": session_id, "chat": chat, "transcript": tail}
+    question = {"session_id": session_id, "host": args.host, "lines": args.lines}
+    found, via = _ask(
+        "chat_show", question, lambda desk: desk.chat_show(session_id, args.host, args.lines)
+    )
+    for warning in found["warnings"]:
+        warn(warning)
+    if "missing" in found:
+        print(f"coop: {one_line(found['missing'])}", file=sys.stderr)
+        return 1
+    view = {**found["view"], "via": via}
     if args.json:
         import json
 

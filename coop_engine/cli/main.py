@@ -219,7 +219,10 @@ def _chief(sub: Subparsers) -> None:
 def _serve(sub: Subparsers) -> None:
     serve = sub.add_parser("serve", help="run the coordinator until stopped")
     serve.add_argument(
-        "--interval", type=arguments.interval, default=1.0, help="seconds between passes"
+        "--interval",
+        type=arguments.interval,
+        default=30.0,
+        help="the longest a Mac goes unsurveyed when nothing changes (seconds; default 30)",
     )
     serve.set_defaults(handler=_ledger("serve"))
 

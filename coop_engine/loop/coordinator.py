@@ -1,6 +1,7 @@
-"""One coordinator pass: send pending envelopes, observe transcripts, run verdicts,
-sweep obligations, refresh chat statuses. `coop tick` runs one pass; `coop serve`
-runs passes until stopped.
+"""One coordinator pass: for each Mac, one survey, then its pending envelopes sent, its
+in-flight envelopes observed and judged from the survey's answer, its chats' statuses
+refreshed; then the ledger's chores (stale envelopes, obligations). `coop tick` runs one
+pass over every Mac; `coop serve` runs each Mac's part on its own (loop/serve.py).
 """
 
 from __future__ import annotations
@@ -10,10 +11,13 @@ from functools import partial
 
 from peewee import JOIN
 
+from coop_engine import pacing
 from coop_engine.engine import Engine
 from coop_engine.errors import CoopError
 from coop_engine.loop.doors.claude import ClaudeDoor
+from coop_engine.loop.surveyed import Surveyed
 from coop_engine.models import Dispatch, Obligation, Outbox, Session
+from coop_engine.policy import verdict_due
 from hosts.mac.errors import HostsError
 from hosts.mac.host import Host, HostError
 
@@ -34,6 +38,8 @@ class Coordinator:
         self.hosts = hosts
         self.log = log
         self.unreachable: dict[str, str] = {}  # Mac -> why its last request failed
+        self.views = {name: Surveyed(host) for name, host in hosts.items()}
+        self._reconciled: set[str] = set()  # Macs whose uncertain envelopes were looked for
         self._refusals: dict[tuple[str, str], str] = {}  # (subject, step) -> last said
 
     def reachable(self, name: str) -> bool:
@@ -47,14 +53,6 @@ class Coordinator:
             self._refusals[(subject, step)] = said
             self.log(f"{subject} {step} refused: {said}")
 
-    def door(self, session: Session, only: Collection[str] | None = None) -> ClaudeDoor | None:
-        if only is not None and session.host not in only:
-            return None
-        host = self.hosts.get(session.host)
-        if host is None or session.vendor != "claude":
-            return None
-        return ClaudeDoor(self.engine, host, self.log)
-
     def _managed(self, query):  # type: ignore[no-untyped-def]
         """The rows, read in full before any is acted on: a SQLite read left open while
         a command begins its write fails at once (SQLITE_BUSY_SNAPSHOT, no busy wait)
@@ -65,49 +63,104 @@ class Coordinator:
             .order_by(Outbox.created_at, Outbox.id)
         )
 
-    def reconcile(self) -> None:
-        """At start, before anything is sent: every uncertain envelope is searched for by
-        its id in the receiver's transcript. Never infer unsent."""
-        for row in self._managed(Outbox.select(Outbox, Session).where(Outbox.state == "uncertain")):
-            if (door := self.door(row.session)) is not None:
-                self._step(row, "observe", door.observe)
-        self.cancel_stale()
-
     def tick(self, only: Collection[str] | None = None, stop: Callable[[], bool] = _never) -> None:
-        """One pass, as of the engine's clock, over the chats of `only` hosts (all when
-        None). `stop` is asked between envelopes: a stopping coordinator finishes the
-        command at hand and leaves the rest to the next run."""
+        """One pass, as of the engine's clock, over the Macs of `only` (all when None),
+        one Mac after another; the ledger's own chores (stale envelopes, envelopes no door
+        takes, obligations) once. `stop` is asked between envelopes: a stopping
+        coordinator finishes the command at hand and leaves the rest to the next run."""
         now = self.engine.clock()
         self.cancel_stale()
-        # Each phase reads the ledger when it starts: what one phase sent, the next observes.
-        phases = [
-            (
-                lambda: self._managed(
-                    Outbox.select(Outbox, Session).where(Outbox.state == "pending")
-                ),
-                "deliver",
-            ),
-            (self._observable, "observe"),
-            (
-                lambda: self._managed(
-                    Outbox.select(Outbox, Session).where(Outbox.state == "uncertain")
-                ),
-                "verdict",
-            ),
+        for name in self.hosts:
+            if stop():
+                return
+            if only is None or name in only:
+                self.pass_mac(name, now, stop)
+        self.chores(now)
+
+    def chores(self, now: float) -> None:
+        """What a pass does on the ledger alone, whichever Macs it asked."""
+        for row in self._managed(Outbox.select(Outbox, Session).where(Outbox.state == "pending")):
+            if row.session.host not in self.hosts or row.session.vendor != "claude":
+                self._step(row, "deliver", self._undeliverable)
+        self.sweep_obligations(now)
+
+    def pass_mac(self, name: str, now: float, stop: Callable[[], bool] = _never) -> bool:
+        """One Mac's part of a pass: its survey (one request), then its envelopes'
+        steps from the survey's answer, then its chats' statuses. False, with the reason
+        in `unreachable`, when the Mac could not be asked: its envelopes wait."""
+        view = self.views[name]
+        in_flight = [r for r in self._observable() if self._ours(r, name)]
+        try:
+            view.take([ClaudeDoor.reading(row) for row in in_flight])
+        except HostError as error:
+            self.unreachable[name] = error.cause
+            return False
+        self.unreachable.pop(name, None)
+        door = ClaudeDoor(self.engine, view, self.log)
+        if name not in self._reconciled:
+            self.reconcile(door, in_flight)
+            self._reconciled.add(name)
+        phases: list[tuple[Callable[[], list[Outbox]], Callable[[Outbox], object], str]] = [
+            (lambda: self._in_state("pending"), door.deliver, "deliver"),
+            (self._observable, door.observe, "observe"),
+            (lambda: self._in_state("uncertain"), partial(door.verdict, now=now), "verdict"),
         ]
-        for rows, phase in phases:
+        # Each phase reads the ledger when it starts: what one phase sent, the next observes.
+        for rows, act, phase in phases:
             for row in rows():
                 if stop():
-                    return
-                door = self.door(row.session, only)
-                if door is None:
-                    self._step(row, phase, partial(self._undeliverable, phase=phase, only=only))
-                elif phase == "verdict":
-                    self._step(row, phase, partial(door.verdict, now=now))
-                else:
-                    self._step(row, phase, getattr(door, phase))
-        self.sweep_obligations(now)
-        self.refresh_statuses(only)
+                    return True
+                if self._ours(row, name):
+                    self._step(row, phase, act)
+        self.refresh_statuses(name)
+        # An envelope sent (or settled) this pass changes what the Mac must watch: survey
+        # it again now, so its transcript is watched before the receiver writes there.
+        now_in_flight = {row.id for row in self._observable() if self._ours(row, name)}
+        if now_in_flight != {row.id for row in in_flight}:
+            view.more = True
+        return True
+
+    def due(self, name: str, now: float) -> float | None:
+        """When this Mac next needs a pass though nothing in its records changed: a
+        verdict's grace or dialog expiry ending, a paced envelope's turn; None when only a
+        change can move its envelopes (a receipt, an answer, a status)."""
+        times = []
+        for row in self._in_state("uncertain"):
+            if self._ours(row, name):
+                cursor = row.cursor or {}
+                sent_at = float(cursor.get("sent_at") or 0)
+                times.append(verdict_due(cursor.get("inbound"), sent_at, now, row.held))
+        for row in self._in_state("pending"):
+            if self._ours(row, name):
+                times.append(pacing.goes_at(row, now))
+        return min((at for at in times if at is not None), default=None)
+
+    def has_pending(self, name: str) -> bool:
+        """Whether an envelope to a chat on this Mac waits to be sent."""
+        pending = (
+            Outbox.select(Outbox.id)
+            .join(Session)
+            .where(
+                (Outbox.state == "pending")
+                & (Session.host == name)
+                & (Session.mode == "managed")
+                & (Session.vendor == "claude")
+            )
+        )
+        return bool(pending.exists())
+
+    def _ours(self, row: Outbox, name: str) -> bool:
+        return row.session.host == name and row.session.vendor == "claude"
+
+    def _in_state(self, state: str) -> list[Outbox]:
+        return self._managed(Outbox.select(Outbox, Session).where(Outbox.state == state))
+
+    def reconcile(self, door: ClaudeDoor, in_flight: list[Outbox]) -> None:
+        """Before a coordinator first sends anything to a Mac, every uncertain envelope
+        there is looked for by its id in the receiver's transcript. Never infer unsent."""
+        for row in in_flight:
+            if row.state == "uncertain":
+                self._step(row, "observe", door.observe)
 
     def _step(self, row: Outbox, phase: str, act: Callable[[Outbox], object]) -> None:
         """One envelope's step of a pass. A refusal of Coop's (the ledger's rules, a Mac
@@ -118,16 +171,12 @@ class Coordinator:
         except (CoopError, HostsError) as refusal:
             self._refused(row.id[:8], phase, refusal)
 
-    def _undeliverable(self, row: Outbox, phase: str, only: Collection[str] | None) -> None:
+    def _undeliverable(self, row: Outbox) -> None:
         """Say why an envelope waits when no door can take it, rather than wait silently."""
-        if phase != "deliver" or (only is not None and row.session.host not in only):
-            return
         if row.session.vendor != "claude":
             reason = f"No delivery door to {row.session.vendor} chats yet: the envelope waits"
-        elif row.session.host not in self.hosts:
-            reason = f"{row.session.host} is not in the fleet (fleet.toml)"
         else:
-            return
+            reason = f"{row.session.host} is not in the fleet (fleet.toml)"
         self.engine.record_refusal(row.id, reason)
 
     def _observable(self) -> list[Outbox]:
@@ -184,21 +233,15 @@ class Coordinator:
             for obligation_id in overdue:
                 self.log(f"obligation {obligation_id} overdue")
 
-    def refresh_statuses(self, only: Collection[str] | None = None) -> None:
-        """Each managed Claude chat's status as its registry says (exited when gone)."""
-        managed = Session.select().where((Session.mode == "managed") & (Session.vendor == "claude"))
+    def refresh_statuses(self, name: str) -> None:
+        """Each managed Claude chat's status on this Mac as its survey says (exited when
+        its entry is gone)."""
+        view = self.views[name]
+        managed = Session.select().where(
+            (Session.mode == "managed") & (Session.vendor == "claude") & (Session.host == name)
+        )
         for session in list(managed):
-            host = self.hosts.get(session.host)
-            if host is None or (only is not None and session.host not in only):
-                continue
-            try:
-                entry = host.registry_entry(session.native_id)
-            except HostError as error:
-                self.unreachable[session.host] = error.cause
-                continue
-            except HostsError:
-                continue
-            self.unreachable.pop(session.host, None)
+            entry = view.live_entry(session.native_id)
             status = "exited" if entry is None else str(entry.get("status") or "unknown")
             if status != session.status:
                 try:

@@ -4,12 +4,21 @@ One coordinator per ledger: serve (and the app's in-process coordinator) takes t
 ledger's claim (claim.py) before its first pass and holds it while its process lives; a
 second one is refused at once, naming the first. Each pass beats the claim's heartbeat.
 
-watchdog watches the local registry folder, the transcript folders of chats with
-envelopes in flight, and the ledger's WAL (a `coop invite` from another process); its
-handler only signals. The loop does the I/O: a pass over this Mac's chats when woken,
-every Mac's on an interval, the adoption pass every minute. SIGTERM or Ctrl-C finishes
-the command at hand and exits; a SIGKILL loses nothing, since every step is committed
-before the next one starts and a restart reconciles uncertain envelopes first.
+Each Mac has its own worker (loop/macs.py), so no Mac waits for another. A pass runs
+because something changed or because something is due, never on its own reads:
+watchdog watches this Mac's registry folder and the transcript folders of chats with
+envelopes in flight, counting only files created, written, moved or deleted (never an
+open or a read, which watchdog also reports); another Mac's helper answers a long-poll;
+a write to the ledger's files (a `coop invite` from another process) wakes the workers
+that have an envelope to send. Otherwise a Mac sleeps until its next due time (a
+verdict's grace, a paced envelope's turn), the ledger's chores until theirs (an
+obligation, the adoption minute, the heartbeat), each at most `longest` seconds.
+
+While it runs, the fleet commands of the CLI ask it over the hub (loop/hub.py, answered
+by loop/desk.py) rather than opening connections of their own. SIGTERM or Ctrl-C
+finishes the command at hand and exits; a SIGKILL loses nothing, since every step is
+committed before the next one starts and a restart reconciles uncertain envelopes
+first.
 
 A pass never dies of a refusal: a step that the ledger (locked, full, read-only), a rule
 or a Mac refused costs that step, is logged once (and once more when its cause changes
@@ -29,37 +38,49 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from peewee import fn
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from coop_engine.db import is_sqlite, ledger_fault
+from coop_engine.db import LedgerError, is_sqlite, ledger_fault
 from coop_engine.engine import Engine
 from coop_engine.errors import CoopError
 from coop_engine.formats import iso
+from coop_engine.home import ensure_home
 from coop_engine.loop.adoption import AdoptionPass
 from coop_engine.loop.claim import Claimed, LedgerClaim, ledger_claim
 from coop_engine.loop.coordinator import Coordinator
-from coop_engine.models import Outbox, Session
+from coop_engine.loop.desk import Desk
+from coop_engine.loop.hub import Hub, HubError
+from coop_engine.loop.macs import LONG_POLL_SECONDS, RETRY_MOST, MacWorker
+from coop_engine.models import Obligation
 from hosts.fleet import Fleet
 from hosts.mac.errors import HostsError
 from hosts.mac.local import LocalHost
 
 MIN_PASS_GAP = 0.05
+LONGEST = 30.0  # the longest a Mac goes unsurveyed, or the ledger unswept, when idle
+HEARTBEAT_SECONDS = 10.0
+# watchdog's event types that mean a file changed ("closed" is a close after a write).
+CHANGES = frozenset({"created", "modified", "moved", "deleted", "closed", "attrib"})
 LEDGER_FILES = "coop.db"  # the ledger, its -wal and -shm: a write there is news
 Log = Callable[[str], None]
 Errors = tuple[type[Exception], ...]
 
 
 class _Signal(FileSystemEventHandler):
-    """Only signals: no I/O in watchdog's thread."""
+    """Only signals, and only for a change: no I/O in watchdog's thread."""
 
-    def __init__(self, wake: threading.Event, wanted: Callable[[str], bool]) -> None:
+    def __init__(self, wake: Callable[[], None], wanted: Callable[[str], bool]) -> None:
         self.wake = wake
         self.wanted = wanted
 
     def on_any_event(self, event: FileSystemEvent) -> None:
-        if self.wanted(os.fsdecode(event.src_path)):
-            self.wake.set()
+        if event.event_type not in CHANGES:
+            return  # an open, or a close without a write: Coop's own reads among them
+        paths = [event.src_path, getattr(event, "dest_path", "") or ""]
+        if any(path and self.wanted(os.fsdecode(path)) for path in paths):
+            self.wake()
 
 
 def is_ledger_file(path: str) -> bool:
@@ -119,11 +140,12 @@ class Server:
         fleet: Fleet,
         home: Path,
         log: Log,
-        pass_interval: float = 1.0,
-        remote_interval: float = 3.0,
+        pass_interval: float = LONGEST,
         adoption_interval: float = 60.0,
         first_adoption_after: float = 0.0,
         claim: LedgerClaim | None = None,
+        long_poll_seconds: float = LONG_POLL_SECONDS,
+        retry_most: float = RETRY_MOST,
     ) -> None:
         self.engine = engine
         self.fleet = fleet
@@ -134,18 +156,38 @@ class Server:
         self.adoption = AdoptionPass(
             engine, fleet.hosts, fleet.office, log, self.coordinator.reachable
         )
-        self.pass_interval = pass_interval
-        self.remote_interval = remote_interval
+        self.pass_interval = pass_interval  # the longest anything waits when nothing is due
         self.adoption_interval = adoption_interval
         self.first_adoption_after = first_adoption_after
-        self.wake = threading.Event()
+        self.wake = threading.Event()  # the ledger's files changed
         self.stopping = threading.Event()
         self.observer = Observer()
         self._watched: dict[str, Any] = {}
         self.claim = claim if claim is not None else ledger_claim(engine.db)
         self.refusals = Refusals(log)
         self.failure: str | None = None  # why the coordinator stopped on its own, if it did
-        self._reconciled = False
+        self.workers = {
+            name: MacWorker(
+                name,
+                self.coordinator,
+                self._guarded,
+                self.stopping,
+                pass_interval,
+                log,
+                after_pass=partial(self._after_pass, name),
+                crashed=self._crashed,
+                long_poll=not (name == fleet.office and isinstance(host, LocalHost)),
+                long_poll_seconds=long_poll_seconds,
+                retry_most=retry_most,
+            )
+            for name, host in fleet.hosts.items()
+        }
+        self.hub: Hub | None = None
+        self.crash: BaseException | None = None  # a worker's bug, which stops serve
+        self._beating = threading.Lock()
+        self._watching = threading.Lock()
+        self._wanted: set[str] = set()  # the files this Mac's watch is for
+        self._sessions = ""  # this Mac's registry folder
 
     # --- watching -------------------------------------------------------------------
 
@@ -153,28 +195,39 @@ class Server:
         host = self.fleet.hosts.get(self.fleet.office)
         return host if isinstance(host, LocalHost) else None
 
-    def _watch(self, folder: str, wanted: Callable[[str], bool]) -> None:
+    def _watch(self, folder: str, wake: Callable[[], None], wanted: Callable[[str], bool]) -> None:
         if folder in self._watched or not os.path.isdir(folder):
             return
         self._watched[folder] = self.observer.schedule(
-            _Signal(self.wake, wanted), folder, recursive=False
+            _Signal(wake, wanted), folder, recursive=False
         )
 
     def _refresh_watches(self) -> None:
-        """The transcript folders of chats with envelopes in flight on this Mac."""
+        """What this Mac's last survey watched: the registry folder, and the transcripts
+        of chats with envelopes in flight (a transcript not written yet: the nearest
+        folder on its way that exists, for the folder or file to come)."""
         local = self._local()
         if local is None:
             return
-        self._watch(os.path.join(local.config_dir, "sessions"), lambda path: path.endswith(".json"))
-        in_flight = (
-            Outbox.select(Outbox.cursor)
-            .join(Session)
-            .where((Session.host == local.name) & Outbox.state.in_(["uncertain", "delivered"]))
-        )
-        for row in in_flight:
-            path = (row.cursor or {}).get("transcript")
-            if path:
-                self._watch(os.path.dirname(path), lambda changed: changed.endswith(".jsonl"))
+        watching = self.coordinator.views[local.name].watching
+        sessions = os.path.join(local.config_dir, "sessions")
+        paths = watching["paths"] if watching else [sessions]
+        with self._watching:
+            self._wanted = set(paths)
+            self._sessions = sessions
+            wake = self.workers[local.name].wake.set
+            for path in paths:
+                folder = path if path == sessions else os.path.dirname(path)
+                while not os.path.isdir(folder) and os.path.dirname(folder) != folder:
+                    folder = os.path.dirname(folder)
+                self._watch(folder, wake, self._wants)
+
+    def _wants(self, changed: str) -> bool:
+        """A registry entry, a watched transcript, or a folder on the way to one."""
+        if os.path.dirname(changed) == self._sessions and changed.endswith(".json"):
+            return True
+        wanted = self._wanted
+        return changed in wanted or any(path.startswith(changed + os.sep) for path in wanted)
 
     # --- running --------------------------------------------------------------------
 
@@ -210,28 +263,48 @@ class Server:
         coordinator stopped on its own: a bug in Coop, or a claim lost to another."""
         try:
             self.serve()
+            if self.crash is not None:
+                raise self.crash
             return True
         except Claimed as lost:
             self.failure = f"the claim on this ledger was lost: {lost}"
             self.log(f"stopped: {self.failure}")
-        except Exception:
-            self.failure = traceback.format_exc()
+        except Exception as error:
+            self.failure = "".join(traceback.format_exception(error))
             self.log(f"stopped by an error in Coop itself:\n{self.failure.rstrip()}")
         finally:
             self.claim.release()
         return False
 
     def serve(self) -> None:
-        self._watch(str(self.home), is_ledger_file)
+        self._watch(str(self.home), self.wake.set, is_ledger_file)
         self._guarded("watching transcripts", self._refresh_watches, OSError)
         self.observer.start()
+        self._open_hub()
+        for worker in self.workers.values():
+            worker.start()
         self.log(f"serving {len(self.fleet.hosts)} Mac(s); office is {self.fleet.office}")
         try:
             self._loop()
         finally:
+            self.stopping.set()
+            for worker in self.workers.values():
+                worker.stop()
+            if self.hub is not None:
+                self.hub.close()
             self.observer.stop()
+            for worker in self.workers.values():
+                worker.join(5)
             self.observer.join(5)
         self.log("stopped")
+
+    def _open_hub(self) -> None:
+        """The fleet commands' way to this coordinator; without one they connect themselves."""
+        try:
+            ensure_home(self.home)  # a ledger on a database server needs no home of its own
+            self.hub = Hub(self.home, Desk(self.fleet, self.coordinator.unreachable).answer).start()
+        except (HubError, LedgerError) as error:
+            self.log(f"the CLI's fleet commands connect themselves: {error}")
 
     def _guarded(self, what: str, step: Callable[[], object], *also: type[Exception]) -> bool:
         """Run one step of the loop; True when it ran. A refusal (the ledger locked past
@@ -261,33 +334,61 @@ class Server:
         if not is_sqlite(db) and not db.in_transaction():
             db.close()
 
-    def _pass(self, only: list[str] | None) -> None:
-        # Every uncertain envelope is looked for before anything is sent, even when the
-        # ledger refused the first attempt at it.
-        if not self._reconciled:
-            self._reconciled = self._guarded("reconciling", self.coordinator.reconcile)
-            if not self._reconciled:
-                return
-        self._guarded("a pass", partial(self.coordinator.tick, only, self.stopping.is_set))
-
     def _beat(self) -> None:
-        self._guarded("the heartbeat", partial(self.claim.beat, time.time()), OSError)
+        """Record a pass on the claim's heartbeat: after each Mac's pass, and every
+        HEARTBEAT_SECONDS while nothing needs one."""
+        with self._beating:
+            self._guarded("the heartbeat", partial(self.claim.beat, time.time()), OSError)
+
+    def _after_pass(self, name: str) -> None:
+        self._beat()
+        if name == self.fleet.office:
+            self._guarded("watching transcripts", self._refresh_watches, OSError)
+
+    def _crashed(self, error: BaseException) -> None:
+        """A worker stopped on a bug in Coop's own code: the coordinator stops with it."""
+        if self.crash is None:
+            self.crash = error
+        self.stopping.set()
+        self.wake.set()
 
     def _loop(self) -> None:
-        remote_due = 0.0
+        """The ledger's side: its chores when it changed or they are due, and the news
+        passed to every Mac's worker; the Macs' passes run in their workers."""
         adoption_due = time.monotonic() + self.first_adoption_after
-        local = [self.fleet.office]
+        beat_due = 0.0
         while not self.stopping.is_set():
-            self.wake.clear()  # a change during this pass wakes the next one at once
+            news = self.wake.is_set()
+            self.wake.clear()  # a change during this round wakes the next one at once
             started = time.monotonic()
-            every_mac = started >= remote_due
-            self._pass(None if every_mac else local)
-            if every_mac:
-                remote_due = started + self.remote_interval
+            self._guarded("the ledger's chores", self._chores)
+            if news:
+                for worker in self.workers.values():
+                    worker.news()
             if started >= adoption_due and not self.stopping.is_set():
                 self._guarded("the adoption pass", self.adoption.run)
                 adoption_due = started + self.adoption_interval
-            self._guarded("watching transcripts", self._refresh_watches, OSError)
-            self._beat()
-            time.sleep(MIN_PASS_GAP)  # our own ledger writes wake us once; let them settle
-            self.wake.wait(self.pass_interval)
+            if started >= beat_due:
+                self._beat()
+                beat_due = started + HEARTBEAT_SECONDS
+            time.sleep(MIN_PASS_GAP)  # a burst of writes is one change
+            due = [adoption_due, beat_due, started + self.pass_interval]
+            obligation = self._next_obligation()
+            if obligation is not None:
+                due.append(started + max(0.0, obligation - self.engine.clock()))
+            self.wake.wait(max(0.0, min(due) - time.monotonic()))
+
+    def _chores(self) -> None:
+        self.coordinator.cancel_stale()
+        self.coordinator.chores(self.engine.clock())
+
+    def _next_obligation(self) -> float | None:
+        """When the next open obligation falls due (the ledger's clock)."""
+        try:
+            due = Obligation.select(fn.MIN(Obligation.due_at)).where(Obligation.state == "open")
+            at = due.scalar()
+        except Exception as error:
+            if ledger_fault(error) is None:
+                raise
+            return None  # the chores' own refusal tells of the ledger
+        return None if at is None else float(at)

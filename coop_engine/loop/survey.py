@@ -79,13 +79,10 @@ def asking(name: str) -> dict[str, Any]:
     return {"name": name, "reachable": None, "reason": None, "latency_ms": None, "chats": []}
 
 
-def health(
-    host: Host, clock: Clock = time.time, timer: Clock = time.perf_counter
-) -> dict[str, Any]:
-    """One Mac's health row (`coop hosts`). The first request connects and starts the
-    helper; the second, timed, is what one request costs on the warm connection."""
-    row: dict[str, Any] = {
-        "name": host.name,
+def health_row(name: str, clock: Clock = time.time) -> dict[str, Any]:
+    """A Mac's `coop hosts` row before it answered: not reachable, nothing counted."""
+    return {
+        "name": name,
         "reachable": False,
         "reason": None,
         "latency_ms": None,
@@ -93,6 +90,14 @@ def health(
         "chats_registered": None,
         "checked_at": iso(clock()),
     }
+
+
+def health(
+    host: Host, clock: Clock = time.time, timer: Clock = time.perf_counter
+) -> dict[str, Any]:
+    """One Mac's health row (`coop hosts`). The first request connects and starts the
+    helper; the second, timed, is what one request costs on the warm connection."""
+    row = health_row(host.name, clock)
     try:
         host.health()
         started = timer()

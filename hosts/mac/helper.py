@@ -104,10 +104,14 @@ class Helper:
 def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
     """Answer every request line until end of input."""
     helper = Helper()
-    for raw in iter(stdin.readline, b""):
-        if raw.strip():
-            stdout.write(helper.respond(raw))
-            stdout.flush()
+    try:
+        for raw in iter(stdin.readline, b""):
+            if raw.strip():
+                stdout.write(helper.respond(raw))
+                stdout.flush()
+    finally:
+        if helper.host is not None:
+            helper.host.close()  # its runtime files (a long-poll's watch list) go with it
 
 
 def main() -> None:

@@ -111,5 +111,34 @@ class Host(ABC):
     def health(self) -> dict[str, Any]:
         """The Mac's name, clock and chat counts."""
 
+    @operation
+    def survey(
+        self,
+        since: str | None = None,
+        envelopes: list[dict[str, Any]] | None = None,
+        codex: str | None = None,
+        long_poll: str | None = None,
+    ) -> dict[str, Any]:
+        """Everything a pass needs from this Mac in one answer (hosts/mac/survey.py): the
+        registry entries changed since the cursor `since`, each in-flight envelope's
+        sightings from its offset, what the next long-poll watches; with `codex` (the
+        digest last told, or "" for none yet) this Mac's Codex thread list when it
+        changed. `long_poll` names the office's long-poll: the paths it should watch are
+        kept in a file of that name, which it watches too, so a survey that changes them
+        wakes the long-poll waiting on the old ones."""
+
+    @operation
+    def watch(self, paths: list[str], since: str | None, timeout: float) -> dict[str, Any]:
+        """The long-poll: answers once the paths' fingerprint differs from `since`, or
+        after `timeout` seconds unchanged (hosts/mac/watch.py)."""
+
+    def long_poller(self) -> Host:
+        """This Mac on a connection of its own, for the long-poll: a `watch` waiting
+        there never holds up this host's other requests."""
+        return self
+
     def close(self) -> None:  # noqa: B027 - a host without connections has nothing to release
         """Release connections; the next call reconnects."""
+
+    def abort(self) -> None:  # noqa: B027 - a host without connections has nothing to cut
+        """Cut off, from another thread, a request in flight (a long-poll, at stop)."""

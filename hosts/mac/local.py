@@ -10,7 +10,7 @@ import os
 import time
 from pathlib import Path
 
-from hosts.mac import native, transcripts
+from hosts.mac import native, survey, transcripts
 from hosts.mac.host import OPERATIONS, Host, HostError
 from hosts.mac.platforms import Platform, current_platform
 from hosts.mac.settings import SettingsReader, default_config_dir
@@ -37,6 +37,10 @@ class LocalHost(Host):
         self.managed_dir = managed_dir or self.platform.managed_settings_dir
         self.codex_home = codex_home
         self._transcripts: dict[str, str] = {}
+        self._surveyor = survey.Surveyor()
+        self._cwds: dict[str, str] = {}  # session id -> cwd, as the last survey read them
+        self._long_polls: set[str] = set()  # whose watch files this host keeps
+        self._watcher: Any = None  # hosts.mac.watch.Watcher, made on the first long-poll
 
     def call(self, op: str, **args: Any) -> Any:
         if op not in OPERATIONS:
@@ -175,6 +179,99 @@ class LocalHost(Host):
         if len(live) == 1:
             answer.update(status=live[0].data.get("status"), name=live[0].data.get("name"))
         return answer
+
+    # --- the pass's survey and the long-poll ------------------------------------------
+
+    def _watched(self, envelopes: list[dict[str, Any]]) -> list[str]:
+        """The registry folder and the transcript of each chat with an envelope in flight
+        (where it will be, from the chat's cwd at the last survey, when it has none yet)."""
+        paths = [os.path.join(self.config_dir, "sessions")]
+        for session_id in sorted({str(e["session_id"]) for e in envelopes}):
+            cwd = self._cwds.get(session_id)
+            path = self._transcript(session_id, cwd)
+            if path is None and cwd and transcripts.SAFE_SESSION_ID.match(session_id):
+                folder = transcripts.escape_cwd(cwd)
+                path = os.path.join(self.config_dir, "projects", folder, f"{session_id}.jsonl")
+            if path is not None:
+                paths.append(path)
+        return paths
+
+    def _op_survey(
+        self,
+        since: str | None = None,
+        envelopes: list[dict[str, Any]] | None = None,
+        codex: str | None = None,
+        long_poll: str | None = None,
+    ) -> dict[str, Any]:
+        from hosts.mac import watch
+
+        asked = survey.check_envelopes(envelopes or [])
+        paths = self._watched(asked)
+        if long_poll is not None:
+            paths.append(survey.keep_paths(long_poll, paths))
+            self._long_polls.add(long_poll)
+        digest = watch.fingerprint(paths)  # before any read: what changes from here is news
+        listing = self._op_chats()
+        self._cwds = {
+            str(chat["session_id"]): chat["cwd"]
+            for chat in listing["chats"]
+            if chat["live"] and isinstance(chat["cwd"], str)
+        }
+
+        def scan(envelope: dict[str, Any]) -> dict[str, Any]:
+            return self._op_transcript_scan(
+                str(envelope["session_id"]),
+                envelope["offset"],
+                envelope["needles"],
+                envelope.get("inode"),
+            )
+
+        found, more = survey.sightings(asked, scan)
+        answer = self._surveyor.changes(since, listing["chats"])
+        answer.update(
+            host=self.name,
+            skipped=listing["skipped"],
+            sightings=found,
+            more=more,
+            watch={"paths": paths, "digest": digest},
+            codex=None if codex is None else self._codex_changes(codex),
+        )
+        return answer
+
+    def _codex_changes(self, told: str) -> dict[str, Any]:
+        """This Mac's Codex thread list when it differs from the one told (`told` its
+        digest); otherwise only the digest."""
+        import hashlib
+        import json
+
+        threads = self._op_codex_threads()
+        digest = hashlib.sha1(json.dumps(threads, sort_keys=True).encode()).hexdigest()
+        return {"digest": digest, "threads": None if digest == told else threads}
+
+    def _op_watch(self, paths: list[str], since: str | None, timeout: float) -> dict[str, Any]:
+        from hosts.mac import watch
+
+        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+            raise ValueError("paths must be a list of strings")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
+            raise ValueError("timeout must be a number of seconds")
+        if self._watcher is None:
+            self._watcher = watch.Watcher()
+        answer: dict[str, Any] = self._watcher.wait(paths, since, float(timeout))
+        return answer
+
+    def long_poller(self) -> LocalHost:
+        return LocalHost(
+            self.name, self.config_dir, self.platform, self.managed_dir, self.codex_home
+        )
+
+    def close(self) -> None:
+        for long_poll in self._long_polls:
+            survey.forget(long_poll)
+        self._long_polls.clear()
+        if self._watcher is not None:
+            self._watcher.close()
+            self._watcher = None
 
     def _op_health(self) -> dict[str, Any]:
         import socket

@@ -57,16 +57,16 @@ class LiveRegistry:
     """N live processes registered as Claude chats in a config dir, each with a private
     inbox socket bound by this process and a small transcript."""
 
-    def __init__(self, count: int) -> None:
+    def __init__(self, count: int, config: Path | None = None) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="bench", dir="/tmp"))
-        self.config = self.root / "claude"
-        (self.config / "sessions").mkdir(parents=True)
+        self.config = config or self.root / "claude"
+        (self.config / "sessions").mkdir(parents=True, exist_ok=True)
         sockets = self.root / "s"
         sockets.mkdir(mode=0o700)
         self.processes = [subprocess.Popen(["sleep", "3600"]) for _ in range(count)]
         self.servers = []
         project = self.config / "projects" / "-tmp"
-        project.mkdir(parents=True)
+        project.mkdir(parents=True, exist_ok=True)
         for process in self.processes:
             session_id = str(uuid.uuid4())
             path = sockets / f"{process.pid}.sock"

@@ -160,7 +160,7 @@ def test_a_heartbeat_is_not_a_ledger_write_to_serve_s_watch(tmp_path: Path) -> N
         return is_ledger_file(path)
 
     observer = Observer()
-    observer.schedule(_Signal(wake, wanted), str(tmp_path), recursive=False)
+    observer.schedule(_Signal(wake.set, wanted), str(tmp_path), recursive=False)
     observer.start()
     try:
         claim.beat(time.time())

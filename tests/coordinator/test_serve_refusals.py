@@ -30,15 +30,15 @@ MAKE = {
     "ledger": pw.OperationalError,
     "bug": ZeroDivisionError,
 }
-cause, tick = Path(sys.argv[1]), Coordinator.tick
+cause, pass_mac = Path(sys.argv[1]), Coordinator.pass_mac
 
-def failing_tick(self, *args, **kwargs):
+def failing_pass(self, *args, **kwargs):
     if cause.exists():
         kind, _, why = cause.read_text().partition(" ")
         raise MAKE[kind](why)
-    return tick(self, *args, **kwargs)
+    return pass_mac(self, *args, **kwargs)
 
-Coordinator.tick = failing_tick
+Coordinator.pass_mac = failing_pass
 sys.exit(main(["serve", "--interval", "0.05"]))
 """
 
@@ -73,9 +73,9 @@ def passes_after(ledger: Ledger, count: int) -> None:
 @pytest.mark.parametrize(
     "kind, told",
     [
-        ("rule", "a pass was refused: {why}; the next pass tries again"),
-        ("mac", "a pass failed on a Mac: laptop: {why}; the next pass tries again"),
-        ("ledger", "a pass failed on the ledger: {why}; the next pass tries again"),
+        ("rule", "a pass on office was refused: {why}; the next pass tries again"),
+        ("mac", "a pass on office failed on a Mac: laptop: {why}; the next pass tries again"),
+        ("ledger", "a pass on office failed on the ledger: {why}; the next pass tries again"),
     ],
 )
 def test_a_refused_pass_is_told_once_per_cause_and_serve_goes_on(
@@ -91,15 +91,15 @@ def test_a_refused_pass_is_told_once_per_cause_and_serve_goes_on(
         server.wait_for(second)
         passes_after(ledger, 5)
         cause.unlink()
-        server.wait_for("a pass ran again")
+        server.wait_for("a pass on office ran again")
     finally:
         status = server.stop()
     log = server.output()
     assert status == 0, log
     assert log.count(first) == 1 and log.count(second) == 1, log
-    assert log.count("a pass ran again") == 1
+    assert log.count("a pass on office ran again") == 1
     if kind == "ledger":
-        assert "a pass ran again: the ledger is writable again" in log
+        assert "a pass on office ran again: the ledger is writable again" in log
     assert "Traceback" not in log
 
 
@@ -115,6 +115,6 @@ def test_a_bug_in_coop_stops_serve_with_exit_1_and_its_traceback(
     assert "stopped by an error in Coop itself" in log
     assert "Traceback (most recent call last)" in log
     assert "ZeroDivisionError: a bug the test made" in log
-    assert "failing_tick" in log  # the traceback reaches the code that failed
+    assert "failing_pass" in log  # the traceback reaches the code that failed
     # It let the claim go as it stopped: the next serve may start.
     assert ledger.coordinator()["state"] == "stopped"

@@ -186,7 +186,7 @@ def test_pending_reply_is_carried_across_the_generation_bump(office: Office) -> 
     (result,) = office.adoption.run()
     assert result["result"].startswith("adopted")
     assert Outbox.get_by_id(reply).generation == 2
-    office.coordinator.reconcile()  # cancels what older generations left: not this one
+    office.coordinator.cancel_stale()  # cancels what older generations left: not this one
     assert Outbox.get_by_id(reply).state == "pending"
     wait_for(lambda: (office.coordinator.tick(), Outbox.get_by_id(reply).state == "delivered")[1])
     assert not any("cancelled" in line for line in office.log)

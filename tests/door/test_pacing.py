@@ -19,6 +19,7 @@ from pathlib import Path
 
 from doorkit import Door
 
+from coop_engine import pacing
 from coop_engine.models import Event, HostQueue, Outbox
 from hosts.sim.launch import SimChat
 from hosts.sim.options import TIME_SCALE_ENV
@@ -149,6 +150,9 @@ def test_an_envelope_paced_on_one_pass_is_sent_by_a_later_one(door: Door) -> Non
     door.tick()
     door.tick()
     assert state(last) == "pending" and reason(last) == text and refusals(last) == 1
+    # The time its words name is when the coordinator wakes for it, and not before.
+    assert pacing.goes_at(Outbox.get_by_id(last), door.clock()) == named(text, door.clock())
+    assert door.coordinator.due("office", door.clock()) == named(text, door.clock())
     kit.advance(named(text, door.clock()) - door.clock())
     door.tick()
     assert state(last) != "pending" and reason(last) is None
@@ -170,6 +174,7 @@ def test_the_same_text_waits_until_the_chat_would_take_it(door: Door) -> None:
     assert text is not None and text.startswith("paced: this chat got the same text at ")
     due = named(text.split("; this goes")[1], door.clock())
     assert due - sent_at(first) > 30
+    assert pacing.goes_at(Outbox.get_by_id(again), door.clock()) == due
     kit.advance(due - door.clock() - 1)
     door.tick()
     assert state(again) == "pending" and reason(again) == text and refusals(again) == 1

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from coop_engine.policy import delivery_verdict, inbound_policy
+from coop_engine.policy import delivery_verdict, inbound_policy, verdict_due
 
 
 def src(**value: Any) -> dict[str, Any]:
@@ -246,3 +246,47 @@ def test_the_hold_cause_is_read_from_the_notices_own_words() -> None:
         assert hold_cause(HOLD_CAUSES[explicit]) == "explicit"
     assert hold_cause(HOLD_CAUSES["invalid-setting"]) == "unrecognized"
     assert hold_cause("Held peer message — not delivered to Claude (1 held).") == "unknown"
+
+
+# --- when a verdict is next due, with nothing changed (issue 13: passes only when due) -----
+
+
+@pytest.mark.parametrize(
+    ("prediction", "held", "due"),
+    [
+        ({"verdict": "accept", "source": "user"}, None, SENT + 60),
+        ({"verdict": "hold", "source": "permission-mode-parity", "dialog_expiry": "60s"}, None,
+         SENT + 120),
+        ({"verdict": "accept", "source": "user", "dialog_expiry": "60s"}, PARITY_HELD, SENT + 120),
+        ({"verdict": "hold", "source": "user", "dialog_expiry": "60s"}, None, None),
+        ({"verdict": "hold", "source": "permission-mode-parity", "dialog_expiry": "never"}, None,
+         None),
+        ({"verdict": "accept", "source": "user"}, EXPLICIT_HELD, None),
+        ({"verdict": "unknown"}, None, None),
+        (None, None, None),
+    ],
+)  # fmt: skip
+def test_a_verdict_is_due_when_the_rule_could_first_decide_it_unchanged(
+    prediction: dict[str, Any] | None, held: dict[str, Any] | None, due: float | None
+) -> None:
+    assert verdict_due(prediction, SENT, SENT, held) == due
+    if due is not None:
+        # Just before, the rule keeps watching; from then on, only a change decides.
+        assert verdict_due(prediction, SENT, due - 0.1, held) == due
+        assert verdict_due(prediction, SENT, due, held) is None
+
+
+def test_the_due_time_is_where_the_verdict_changes_its_mind() -> None:
+    """verdict_due names the very time delivery_verdict first answers, for every rule
+    that a time decides."""
+    for prediction, held in [
+        ({"verdict": "accept", "source": "user"}, None),
+        ({"verdict": "hold", "source": "permission-mode-parity", "dialog_expiry": "60s"}, None),
+        ({"verdict": "accept", "source": "user", "dialog_expiry": "60s"}, PARITY_HELD),
+    ]:
+        due = verdict_due(prediction, SENT, SENT, held)
+        assert due is not None
+
+        for at, decided in ((due - 0.01, False), (due, True)):
+            said = delivery_verdict(prediction, SENT, at, lambda: "idle", lambda: False, held)
+            assert (said is not None) == decided, (prediction, held, at)

@@ -37,6 +37,7 @@ from coop_engine.delivery import DeliveryCommands
 from coop_engine.engine import Engine
 from coop_engine.loop.coordinator import Coordinator
 from coop_engine.loop.doors.claude import ClaudeDoor
+from coop_engine.loop.surveyed import Surveyed
 from coop_engine.models import TABLES, Outbox
 from hosts.mac.host import Host
 from hosts.mac.local import LocalHost
@@ -283,6 +284,7 @@ def instrument(monkeypatch: pytest.MonkeyPatch, world: World) -> None:
 
     for name in ("deliver", "observe", "verdict"):
         staged(ClaudeDoor, name, name)
+    staged(Surveyed, "take", "survey")
     staged(Coordinator, "refresh_statuses", "statuses")
     staged(Coordinator, "sweep_obligations", "obligations")
     staged(Coordinator, "cancel_stale", "stale")

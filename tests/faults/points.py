@@ -340,10 +340,14 @@ POINTS: tuple[Point, ...] = (
           transcript_read("transcript_scan")),
     _host("transcript.verdict_open", "transcript_scan", "lose", "verdict", "EACCES",
           UNCERTAIN, transcript_open("transcript_scan", errno.EACCES)),
-    _host("registry.verdict", "registry_entry", "lose", "verdict", "EIO", UNCERTAIN,
-          module_os(native, "listdir", EIO, "registry_entry")),
-    _host("registry.status", "registry_entry", "accept", "statuses", "EIO", ANY,
-          module_os(native, "listdir", EIO, "registry_entry")),
+    # The pass's survey: the registry and the transcripts, read in one request. A survey
+    # that failed is a Mac not asked: nothing moves on its word, nothing expires.
+    _host("survey.registry", "survey", "lose", "survey", "EIO", UNSENT | UNCERTAIN,
+          module_os(native, "listdir", EIO, "survey")),
+    _host("survey.registry_accept", "survey", "accept", "survey", "EIO", ANY,
+          module_os(native, "listdir", EIO, "survey")),
+    _host("survey.transcript", "survey", "accept", "survey", "EIO", ANY,
+          transcript_read("survey")),
     # The helper protocol, as over ssh: a request lost, an answer lost, a helper dead.
     _host("helper.target_lost", "target", "accept", "deliver", "EPIPE", UNSENT,
           helper_request_lost("target"), helper=True),

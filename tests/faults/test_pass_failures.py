@@ -63,7 +63,7 @@ def test_serve_logs_a_pass_the_ledger_refused_and_delivers_on_the_next(
         thread.join(10)
         world.close()
     assert refused == [outbox]
-    assert any("a pass failed on the ledger: database is locked" in line for line in log)
+    assert any("a pass on office failed on the ledger: database is locked" in line for line in log)
     check_frames(world)
 
 

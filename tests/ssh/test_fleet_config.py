@@ -35,12 +35,14 @@ def test_each_mac_becomes_an_ssh_host_with_its_settings(tmp_path: Path) -> None:
     (tmp_path / "fleet.toml").write_text(
         'office = "desk"\n[[mac]]\nname = "laptop"\nhost = "laptop.local"\nport = 2222\n'
         'user = "me"\nidentity_file = "~/.ssh/id_ed25519"\nknown_hosts = "/k"\ntimeout = 3\n'
-        '[[mac]]\nname = "studio"\nhost = "studio"\n'
+        'deadline = 2.5\n[[mac]]\nname = "studio"\nhost = "studio"\n'
     )
     fleet = load_fleet(tmp_path)
     assert list(fleet.hosts) == ["desk", "laptop", "studio"]
-    laptop = fleet.host("laptop")
+    laptop, studio = fleet.host("laptop"), fleet.host("studio")
     assert isinstance(laptop, SshHost) and laptop.timeout == 3.0
+    assert laptop.client.deadline == 2.5
+    assert isinstance(studio, SshHost) and studio.client.deadline == 5.0  # the default
     assert (laptop.host, laptop.port, laptop.user) == ("laptop.local", 2222, "me")
     assert (laptop.identity_file, laptop.known_hosts) == ("~/.ssh/id_ed25519", "/k")
     assert fleet.host(None) is fleet.hosts["desk"]
@@ -55,6 +57,9 @@ BAD = [
     ('[[mac]]\nname = "a"\nhost = "h"\nport = 70000\n', "port must be 1 to 65535", "line 4"),
     ('[[mac]]\nname = "a"\nhost = "h"\ntimeout = 0\n', "timeout must be more than 0", "line 4"),
     ('[[mac]]\nname = "a"\nhost = "h"\ntimeout = true\n', "timeout must be a number", "line 4"),
+    ('[[mac]]\nname = "a"\nhost = "h"\ndeadline = -1\n', "deadline must be more than 0", "line 4"),
+    ('[[mac]]\nname = "a"\nhost = "h"\ndeadline = inf\n', "deadline must be more than 0", "line 4"),
+    ('[[mac]]\nname = "a"\nhost = "h"\ndeadline = "5"\n', "deadline must be a number", "line 4"),
     ('[[mac]]\nname = "a"\n', "this [[mac]] has no host", "line 1"),
     ('[[mac]]\nname = ""\nhost = "h"\n', "name must not be empty", "line 2"),
     ('[[mac]]\nname = "office"\nhost = "h"\n', "mac 'office' has the office's name", "line 2"),

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from typing import Any
@@ -224,3 +225,122 @@ def test_a_socket_opened_to_group_is_refused_on_the_mac(host_on: Host, laptop: M
     os.chmod(chat.socket, 0o660)
     with pytest.raises(NativeRefusal, match="Native socket ownership or permissions changed"):
         host_on.target(chat.session_id)
+
+
+# --- the pass's survey and the long-poll --------------------------------------------------
+
+
+def envelope_reading(chat: Any, outbox_id: str, offset: int, *needles: str) -> dict[str, Any]:
+    return {
+        "id": outbox_id,
+        "session_id": chat.session_id,
+        "offset": offset,
+        "inode": None,
+        "needles": [outbox_id, *needles],
+    }
+
+
+def test_a_survey_answers_the_registry_and_each_envelopes_sightings_in_one_request(
+    host_on: Host, laptop: Mac
+) -> None:
+    chat, other = laptop.chat("--name", "worker"), laptop.chat()
+    before = host_on.transcript_position(chat.session_id)["size"]
+    outbox_id, _ = send(host_on, chat.session_id, "Survey me")
+    assert wait_until(lambda: chat.transcript.exists() and outbox_id in chat.transcript.read_text())
+    answer = host_on.survey(None, [envelope_reading(chat, outbox_id, before)])
+    assert answer["full"] is True and answer["gone"] == []
+    assert sorted(c["session_id"] for c in answer["chats"]) == sorted(
+        [chat.session_id, other.session_id]
+    )
+    seen = answer["sightings"][outbox_id]
+    assert seen["lines"] and all(outbox_id in text for _, text in seen["lines"])
+    assert seen["end"] > before and answer["more"] is False
+    assert answer["watch"]["paths"][0] == str(laptop.config_dir / "sessions")
+    assert str(chat.transcript) in answer["watch"]["paths"]
+    assert answer["codex"] is None  # not asked for
+
+
+def test_a_survey_after_the_last_cursor_carries_only_what_changed(
+    host_on: Host, laptop: Mac
+) -> None:
+    chat, other = laptop.chat(), laptop.chat()
+    first = host_on.survey(None, [])
+    unchanged = host_on.survey(first["cursor"], [])
+    assert (unchanged["full"], unchanged["chats"], unchanged["gone"]) == (False, [], [])
+    other.kill()
+    assert wait_until(lambda: truth(laptop).registry_entry(other.session_id) is None)
+    after = host_on.survey(unchanged["cursor"], [])
+    changed = {c["session_id"]: c for c in after["chats"]}
+    assert chat.session_id not in changed
+    assert str(other.pid) in after["gone"] or changed[other.session_id]["live"] is False
+    # A cursor that is not this helper's last (another office's, an old one): everything.
+    stale = host_on.survey(first["cursor"], [])
+    assert stale["full"] is True and chat.session_id in {c["session_id"] for c in stale["chats"]}
+
+
+def test_a_survey_asked_for_codex_tells_its_list_only_when_it_changed(
+    host_on: Host, laptop: Mac
+) -> None:
+    first = host_on.survey(None, [], "")
+    assert first["codex"]["threads"] == truth(laptop).codex_threads()
+    again = host_on.survey(first["cursor"], [], first["codex"]["digest"])
+    assert again["codex"] == {"digest": first["codex"]["digest"], "threads": None}
+
+
+def test_a_survey_refuses_envelopes_it_cannot_read(host_on: Host) -> None:
+    for bad in ([{"id": "x"}], [{"id": "x", "session_id": "s", "offset": -1, "needles": ["x"]}]):
+        with pytest.raises(ValueError):
+            host_on.survey(None, bad)
+
+
+def test_the_long_poll_answers_when_a_watched_transcript_grows_and_not_before(
+    host_on: Host, laptop: Mac
+) -> None:
+    chat = laptop.chat()
+    outbox_id, _ = send(host_on, chat.session_id, "Wake the long-poll")
+    assert wait_until(lambda: chat.transcript.exists() and outbox_id in chat.transcript.read_text())
+    time.sleep(0.3)  # the chat's turn settles
+    surveyed = host_on.survey(None, [envelope_reading(chat, outbox_id, 0)])
+    paths, digest = surveyed["watch"]["paths"], surveyed["watch"]["digest"]
+    poller = host_on.long_poller()
+    try:
+        quiet = poller.watch(paths, digest, 0.5)
+        assert quiet["changed"] is False and quiet["digest"] == digest
+        answers: list[dict[str, Any]] = []
+        waiting = threading.Thread(target=lambda: answers.append(poller.watch(paths, digest, 20)))
+        waiting.start()
+        time.sleep(0.2)
+        # The long-poll waits on its own connection: the Mac's other requests go on.
+        assert host_on.health()["chats_live"] == 1 and waiting.is_alive()
+        with chat.transcript.open("a") as transcript:
+            transcript.write('{"type":"system","note":"appended"}\n')
+        waiting.join(20)
+        assert answers and answers[0]["changed"] is True
+    finally:
+        poller.close()
+
+
+def test_a_survey_that_changes_what_is_watched_wakes_the_long_poll_on_the_old_paths(
+    host_on: Host, laptop: Mac
+) -> None:
+    chat = laptop.chat()
+    name = uuid.uuid4().hex
+    idle = host_on.survey(None, [], None, name)
+    watch_file = idle["watch"]["paths"][-1]
+    assert watch_file.endswith(f"{name}.watch") and json.loads(open(watch_file).read()) == [
+        str(laptop.config_dir / "sessions")
+    ]
+    poller = host_on.long_poller()
+    try:
+        answers: list[dict[str, Any]] = []
+        paths, digest = idle["watch"]["paths"], idle["watch"]["digest"]
+        waiting = threading.Thread(target=lambda: answers.append(poller.watch(paths, digest, 20)))
+        waiting.start()
+        time.sleep(0.2)
+        outbox_id, _ = send(host_on, chat.session_id, "Now watch my transcript")
+        assert wait_until(lambda: chat.transcript.exists())
+        host_on.survey(idle["cursor"], [envelope_reading(chat, outbox_id, 0)], None, name)
+        waiting.join(20)
+        assert answers and answers[0]["changed"] is True
+    finally:
+        poller.close()

@@ -128,7 +128,7 @@ def test_the_app_s_own_coordinator_stopping_on_a_bug_is_said_on_its_status_line(
     def broken(self: Coordinator, *args: Any, **kwargs: Any) -> None:
         raise ZeroDivisionError("a bug the test made")
 
-    monkeypatch.setattr(Coordinator, "tick", broken)
+    monkeypatch.setattr(Coordinator, "chores", broken)  # the ledger's side of every pass
     app = app_over(home, "auto")
 
     async def script(pilot: Pilot[None]) -> None:

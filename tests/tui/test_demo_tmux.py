@@ -140,8 +140,8 @@ def test_coop_demo_in_tmux_from_keys_to_quit_leaves_nothing_running(
     sockets_before = set(Path("/tmp").glob("coop-demo-*"))
     terminal.start([*coop_command(), "demo"])
     screen = terminal.wait_for(
-        lambda s: "Outbox ·" in s and "expired" in s and "reachable" in s,
-        "the three panes, live",
+        lambda s: "Outbox ·" in s and "expired" in s and "reachable" in s and "try: " in s,
+        "the three panes, live, and the status line with its hint",
         timeout=60,
     )
     assert "try: enter on an envelope" in screen

@@ -15,9 +15,10 @@ from typing import Any
 from coop_engine import pacing, receipts
 from coop_engine.engine import Engine
 from coop_engine.errors import Conflict
+from coop_engine.loop.surveyed import Surveyed
 from coop_engine.models import Dispatch, Outbox
 from coop_engine.policy import delivery_verdict, inbound_policy
-from hosts.mac.host import Host, HostError
+from hosts.mac.host import HostError
 from hosts.mac.native import RECEIVER_CHANGED, NativeRefusal, frame
 
 TURN_READ_BYTES = 8 << 20
@@ -29,7 +30,11 @@ def _quiet(_: str) -> None:
 
 
 class ClaudeDoor:
-    def __init__(self, engine: Engine, host: Host, log: Log = _quiet) -> None:
+    """The door to one Mac's Claude chats, as that Mac's survey of this pass saw them:
+    the verdict reads the registry from the survey, observe reads the sightings the
+    survey brought (or the Mac, for what it did not), and a send asks the Mac afresh."""
+
+    def __init__(self, engine: Engine, host: Surveyed, log: Log = _quiet) -> None:
         self.engine = engine
         self.host = host
         self.log = log
@@ -88,20 +93,33 @@ class ClaudeDoor:
 
     # --- observing --------------------------------------------------------------------
 
-    def observe(self, row: Outbox) -> None:
-        native_id = row.session.native_id
-        cursor = row.cursor or {}
+    @staticmethod
+    def reading(row: Outbox) -> dict[str, Any]:
+        """Where the envelope's reading of its transcript stands, and what it looks for
+        there: its id, a held notice while uncertain, the nonce while an invitation
+        awaits its answer. A survey request as well as observe's own read."""
         dispatch: Dispatch | None = row.dispatch
         nonce = row.payload.get("nonce") if row.kind == "invitation" else None
-        awaiting = nonce is not None and dispatch is not None and dispatch.state == "invited"
         needles = [row.id]
         if row.state == "uncertain":
             needles.append(receipts.HELD_MARK)
-        if awaiting:
+        if nonce is not None and dispatch is not None and dispatch.state == "invited":
             needles.append(f"{nonce}")
+        return {
+            "id": row.id,
+            "session_id": row.session.native_id,
+            "offset": row.observed_offset,
+            "inode": (row.cursor or {}).get("inode"),
+            "needles": needles,
+        }
+
+    def observe(self, row: Outbox) -> None:
+        wanted = self.reading(row)
+        nonce = row.payload.get("nonce") if row.kind == "invitation" else None
+        awaiting = nonce is not None and nonce in wanted["needles"]
         try:
             chunk = self.host.transcript_scan(
-                native_id, row.observed_offset, needles, cursor.get("inode")
+                wanted["session_id"], wanted["offset"], wanted["needles"], wanted["inode"]
             )
         except (NativeRefusal, HostError) as error:
             self.log(f"{row.id[:8]} not observed: {error}")
@@ -221,7 +239,7 @@ class ClaudeDoor:
         cursor = row.cursor or {}
 
         def status() -> str | None:
-            entry = self.host.registry_entry(native_id)
+            entry = self.host.live_entry(native_id)  # as this pass's survey read it
             return None if entry is None else entry.get("status")
 
         def mentions() -> bool:

@@ -1,0 +1,210 @@
+"""Each Mac served on its own: a worker per Mac, and for a Mac reached through a helper, a
+long-poll that wakes its worker.
+
+A worker runs its Mac's part of a pass (coordinator.pass_mac: one survey, then that Mac's
+envelopes) when woken, and otherwise sleeps until its Mac's next due time (a verdict's
+grace, a paced envelope's turn) or the longest a Mac goes unsurveyed. A Mac that cannot be
+asked within its deadline is unreachable with the reason: its envelopes wait (never
+inferred unsent, never expired for silence), it is tried again after 1, 2, 4 ... up to
+RETRY_MOST seconds, and it rejoins on the first answer. No worker waits for another, so
+no Mac delays another's chats.
+
+The long-poll asks the Mac's helper, on a connection of its own, to answer as soon as
+anything its last survey watched changes (hosts/mac/watch.py); the worker then surveys
+at once. When nothing changes, the long-poll is the only request outstanding.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from coop_engine.loop.coordinator import Coordinator
+from hosts.mac.host import HostError
+
+LONG_POLL_SECONDS = 25.0
+RETRY_FIRST = 1.0
+RETRY_MOST = 15.0
+Log = Callable[[str], None]
+Guard = Callable[[str, Callable[[], object]], bool]
+UNKNOWN = object()  # what the ledger could not answer
+
+
+class MacWorker:
+    def __init__(
+        self,
+        name: str,
+        coordinator: Coordinator,
+        guarded: Guard,
+        stopping: threading.Event,
+        longest: float,
+        log: Log,
+        after_pass: Callable[[], None],
+        crashed: Callable[[BaseException], None],
+        long_poll: bool,
+        long_poll_seconds: float = LONG_POLL_SECONDS,
+        retry_most: float = RETRY_MOST,
+    ) -> None:
+        self.name = name
+        self.coordinator = coordinator
+        self.view = coordinator.views[name]
+        self.guarded = guarded
+        self.stopping = stopping
+        self.longest = longest  # the longest this Mac goes unsurveyed when nothing is due
+        self.log = log
+        self.after_pass = after_pass
+        self.crashed = crashed
+        self.long_poll_seconds = long_poll_seconds
+        self.retry_most = retry_most
+        self.wake = threading.Event()
+        self.ledger_news = False  # woken by another's write to the ledger, not by the Mac
+        self.passes = 0
+        self.progress = threading.Condition()  # notified after each pass, answered or not
+        self._told: str | None = None  # the unreachable reason last logged
+        self._threads = [threading.Thread(target=self.run, name=f"mac-{name}", daemon=True)]
+        if long_poll:
+            self.view.long_poll = uuid.uuid4().hex
+            self._poller = self.view.long_poller()
+            self._threads.append(
+                threading.Thread(target=self.long_poll, name=f"long-poll-{name}", daemon=True)
+            )
+
+    def start(self) -> MacWorker:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def news(self) -> None:
+        """The ledger changed under another process's (or thread's) command."""
+        self.ledger_news = True
+        self.wake.set()
+
+    def stop(self) -> None:
+        """Wake both threads to see `stopping`; a long-poll in flight is cut off."""
+        self.wake.set()
+        with self.progress:
+            self.progress.notify_all()
+        if len(self._threads) > 1:
+            self._poller.abort()
+
+    def join(self, timeout: float) -> None:
+        for thread in self._threads:
+            thread.join(timeout)
+
+    # --- the worker -------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Serve this Mac until stopping; a bug in Coop stops the coordinator."""
+        try:
+            self._serve()
+        except Exception as error:
+            self.crashed(error)
+
+    def _serve(self) -> None:
+        retry = 0.0
+        next_at = 0.0  # the first pass runs at once
+        while not self.stopping.is_set():
+            woken = self.wake.wait(max(0.0, next_at - time.monotonic()))
+            if self.stopping.is_set():
+                return
+            self.wake.clear()
+            news_only, self.ledger_news = woken and self.ledger_news, False
+            if news_only and not self._worth_a_pass():
+                continue
+            answered = self._pass()
+            self.after_pass()
+            with self.progress:
+                self.passes += 1
+                self.progress.notify_all()
+            if answered:
+                retry = 0.0
+                next_at = time.monotonic() + self._rest()
+            else:
+                retry = min(max(retry * 2, RETRY_FIRST), self.retry_most)
+                next_at = time.monotonic() + retry
+
+    def _worth_a_pass(self) -> bool:
+        """A write to the ledger wakes this Mac only for an envelope it must send."""
+        return self._asked(
+            "the ledger's news", lambda: self.coordinator.has_pending(self.name), True
+        )
+
+    def _asked(self, what: str, question: Callable[[], Any], otherwise: Any) -> Any:
+        """The ledger's answer to `question`, or `otherwise` when the ledger refused it
+        (told once, as every refused step is)."""
+        answers: list[Any] = []
+        if self.guarded(f"{what} for {self.name}", lambda: answers.append(question())):
+            return answers[0]
+        return otherwise
+
+    def _pass(self) -> bool:
+        """One pass over this Mac; whether the Mac answered its survey (a pass the
+        ledger or a rule refused is tried again as usual, not backed off)."""
+        coordinator = self.coordinator
+        now = coordinator.engine.clock()
+        self.guarded(
+            f"a pass on {self.name}",
+            partial(coordinator.pass_mac, self.name, now, self.stopping.is_set),
+        )
+        reason = coordinator.unreachable.get(self.name)
+        if reason != self._told:
+            if reason is None:
+                self.log(f"{self.name} answers again")
+            else:
+                self.log(f"{self.name} is unreachable: {reason}; its envelopes wait")
+            self._told = reason
+        return reason is None
+
+    def _rest(self) -> float:
+        """How long this Mac may sleep: until its next due time, or at once when its
+        survey left sightings for the next one."""
+        if self.view.more:
+            return 0.0
+        clock = self.coordinator.engine.clock
+        due = self._asked(
+            "the next due time", lambda: self.coordinator.due(self.name, clock()), 0.0
+        )
+        if due == 0.0:
+            return RETRY_FIRST  # the ledger could not say: look again soon
+        return self.longest if due is None else min(self.longest, max(0.0, due - clock()))
+
+    # --- the long-poll ----------------------------------------------------------------
+
+    def long_poll(self) -> None:
+        """Keep one `watch` outstanding on the Mac, with what its last survey watched;
+        wake the worker when it answers changed (unless a newer survey already took the
+        change in)."""
+        while not self.stopping.is_set():
+            seen, watch = self.view.surveys, self.view.watching
+            if watch is None:
+                self._await_pass(seen, self.longest)
+                continue
+            try:
+                answer = self._poller.watch(watch["paths"], watch["digest"], self.long_poll_seconds)
+            except HostError:
+                if self.stopping.is_set():
+                    break
+                # The worker's own survey tells how the Mac is: once, at once; then this
+                # waits for a survey that reached it.
+                if self.coordinator.reachable(self.name):
+                    self.wake.set()
+                self._await_pass(seen, self.retry_most)
+                continue
+            if answer["changed"] and self.view.surveys == seen:
+                self.wake.set()
+                self._await_pass(seen, self.longest)
+        self._poller.close()
+
+    def _await_pass(self, seen: int, timeout: float) -> None:
+        """Until a survey newer than `seen` was taken (or `timeout`, or stopping)."""
+        deadline = time.monotonic() + timeout
+        with self.progress:
+            while self.view.surveys == seen and not self.stopping.is_set():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self.progress.wait(left)

@@ -1,0 +1,98 @@
+"""One Mac as its last survey saw it, in front of the Mac itself.
+
+A pass asks each Mac one `survey` (hosts/mac/survey.py) and then works from its answer:
+the registry as it stood (`live_entry`, the verdict's and the statuses' reading) and
+each in-flight envelope's sightings (answering the door's transcript read from where the
+envelope's reading stands). Every other request, and any read the survey did not
+answer, goes to the Mac: a send's readings and its third read are always fresh (seed
+000), as is the verdict's re-read of a transcript from the send's offset. Each sighting
+answers one read, once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hosts.mac.host import Host
+
+Reading = tuple[str, int, tuple[str, ...], Any]
+
+
+def reading(session_id: str, offset: int, needles: list[str], inode: Any) -> Reading:
+    """What identifies one transcript read: the session, the offset, the needles."""
+    return (session_id, int(offset), tuple(sorted(needles)), inode)
+
+
+class Surveyed(Host):
+    def __init__(self, host: Host) -> None:
+        self.name = host.name
+        self.host = host
+        self.cursor: str | None = None  # the Mac's cursor for "what changed since"
+        self.entries: dict[str, dict[str, Any]] = {}  # registry key -> the chat as last told
+        self.watching: dict[str, Any] | None = None  # what the long-poll watches, and its digest
+        self.more = False  # the Mac left sightings for another survey
+        self.codex_digest = ""
+        self.codex_list: list[dict[str, Any]] | None = None
+        self.long_poll: str | None = None  # the name of the office's long-poll, when one runs
+        self.surveys = 0  # answers taken, so a long-poll can tell a newer survey came
+        self._sightings: dict[Reading, dict[str, Any] | None] = {}
+
+    def take(self, envelopes: list[dict[str, Any]], codex: bool = False) -> None:
+        """Survey the Mac for these in-flight envelopes (`{id, session_id, offset, inode,
+        needles}`) and keep what it answered. HostError when it cannot be asked."""
+        answer = self.host.survey(
+            self.cursor, envelopes, self.codex_digest if codex else None, self.long_poll
+        )
+        if answer["full"]:
+            self.entries = {}
+        for key in answer["gone"]:
+            self.entries.pop(key, None)
+        for chat in answer["chats"]:
+            self.entries[str(chat["pid"])] = chat
+        self.cursor = answer["cursor"]
+        self.watching = answer["watch"]
+        self.more = bool(answer["more"])
+        found = answer["sightings"]
+        self._sightings = {
+            reading(e["session_id"], e["offset"], e["needles"], e.get("inode")): found[e["id"]]
+            for e in envelopes
+            if e["id"] in found
+        }
+        self.surveys += 1
+        changes = answer.get("codex")
+        if changes is not None:
+            self.codex_digest = changes["digest"]
+            if changes["threads"] is not None:
+                self.codex_list = changes["threads"]["threads"]
+
+    def live_entry(self, session_id: str) -> dict[str, Any] | None:
+        """The registry entry of the one live chat with this session id, as surveyed."""
+        live = [c for c in self.entries.values() if c["live"] and c["session_id"] == session_id]
+        return live[0]["entry"] if len(live) == 1 else None
+
+    def call(self, op: str, **args: Any) -> Any:
+        if op == "transcript_scan":
+            key = reading(args["session_id"], args["offset"], args["needles"], args.get("inode"))
+            if key in self._sightings:
+                chunk = self._sightings.pop(key)
+                return chunk if chunk is not None else _nothing_yet(args["offset"], key[3])
+        return self.host.call(op, **args)
+
+    def long_poller(self) -> Host:
+        return self.host.long_poller()
+
+    def close(self) -> None:
+        self.host.close()
+
+
+def _nothing_yet(offset: int, inode: Any) -> dict[str, Any]:
+    """A read the Mac left for its next survey: nothing seen, nothing passed over."""
+    return {
+        "path": None,
+        "start": offset,
+        "end": offset,
+        "size": offset,
+        "inode": inode,
+        "rotated": False,
+        "lines": [],
+    }

@@ -1,0 +1,537 @@
+"""Benchmarks of the fleet engine (issue 13): fleet_receipt_latency, fleet_pass_cost,
+idle_cost, remote_list and fleet_scale.
+
+Macs are real sshd processes on 127.0.0.1, each behind a delaying TCP proxy of our own
+(tests/netdelay.py: this kernel has no netem), with simulated chats living there: one
+real receiver (a simulated Claude Code chat) and the rest live processes registered as
+chats. `coop serve` and `coop chats` run as real processes. Each benchmark prints its
+figures and a ratio against a baseline measured in the same run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from coop_engine import queries
+from coop_engine.db import open_ledger
+from coop_engine.engine import Engine
+from coop_engine.loop.coordinator import Coordinator
+from coop_engine.models import Outbox
+from hosts.channel import HelperClient
+from hosts.mac.local import LocalHost
+from hosts.pipe import PipeHost
+from hosts.sim.launch import SimChat, SimFleet
+from tests.bench.common import ROOT, LiveRegistry, report, run_main
+from tests.netdelay import DelayProxy
+from tests.ssh.sshd_harness import SSHD, ClientKeys, Sshd, short_tmp
+
+COOP = str(Path(sys.executable).with_name("coop"))
+FAST = ("--think", "0.05", "--tool-interval", "0.1", "--busy-seconds", "0.6", "--answer", "silent")
+DEADLINE = 3.0
+# `coop serve` that writes one line per Mac's pass to the file named by argv[1].
+COUNTING_SERVE = """
+import sys
+from coop_engine.cli.main import main
+from coop_engine.loop.coordinator import Coordinator
+
+passes, pass_mac = open(sys.argv[1], "a", buffering=1), Coordinator.pass_mac
+
+def counted(self, name, *args, **kwargs):
+    passes.write(name + "\\n")
+    return pass_mac(self, name, *args, **kwargs)
+
+Coordinator.pass_mac = counted
+sys.exit(main(["serve"]))
+"""
+
+
+class Mac:
+    """One fleet Mac: an sshd, a proxy in front of it, one receiver and `fillers` more
+    live chats."""
+
+    def __init__(self, name: str, root: Path, client: ClientKeys, fillers: int, delay: float):
+        self.name = name
+        self.config = root / "claude"
+        self.config.mkdir(parents=True)
+        self.sshd = Sshd(root / "sshd", client, self.config).start()
+        self.proxy = DelayProxy(self.sshd.port, delay).start()
+        with client.known_hosts.open("a") as known:
+            known.write(f"[127.0.0.1]:{self.proxy.port} {self.sshd.host_public}\n")
+        self.fillers = LiveRegistry(fillers, config=self.config)
+        self.chats = SimFleet(self.config)
+        self.receiver = self.chats.start(*FAST)
+
+    def table(self, client: ClientKeys) -> str:
+        return (
+            f'[[mac]]\nname = "{self.name}"\nhost = "127.0.0.1"\nport = {self.proxy.port}\n'
+            f'user = "root"\nidentity_file = "{client.identity}"\n'
+            f'known_hosts = "{client.known_hosts}"\ndeadline = {DEADLINE}\n'
+        )
+
+    def stop(self) -> None:
+        self.chats.stop_all()
+        self.fillers.close()
+        self.proxy.stop()
+        self.sshd.stop()
+
+
+class Rig:
+    """An office with one receiver of its own, and `count` Macs at `delay` each way."""
+
+    def __init__(self, count: int, chats: int, delay: float) -> None:
+        self.root = short_tmp("fb")
+        self.client = ClientKeys(self.root / "client")
+        self.home = self.root / "home"
+        self.home.mkdir(mode=0o700)
+        (self.root / "user" / ".ssh").mkdir(parents=True)
+        self.office_config = self.root / "office" / "claude"
+        self.office_config.mkdir(parents=True)
+        self.office_chats = SimFleet(self.office_config)
+        self.office_receiver = self.office_chats.start(*FAST)
+        self.macs = [
+            Mac(f"mac{i}", self.root / f"mac{i}", self.client, chats - 1, delay)
+            for i in range(count)
+        ]
+        for mac in self.macs:
+            self.client.trust(mac.sshd)
+        fleet = 'office = "office"\n\n' + "\n".join(mac.table(self.client) for mac in self.macs)
+        (self.home / "fleet.toml").write_text(fleet)
+        self.engine = Engine(open_ledger(self.home))
+
+    def env(self, home: Path | None = None) -> dict[str, str]:
+        return {
+            **os.environ,
+            "COOP_HOME": str(home or self.home),
+            "CLAUDE_CONFIG_DIR": str(self.office_config),
+            "HOME": str(self.root / "user"),  # no ~/.ssh/config, no agent
+            "SSH_AUTH_SOCK": "",
+        }
+
+    @contextmanager
+    def serving(self, argv: list[str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
+        log = self.root / "serve.log"
+        with log.open("ab") as out:
+            process = subprocess.Popen(
+                argv or [COOP, "serve"], stdout=out, stderr=subprocess.STDOUT, env=self.env()
+            )
+        deadline = time.monotonic() + 60
+        while "serving" not in log.read_text():
+            assert process.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        try:
+            yield process
+        finally:
+            process.terminate()
+            process.wait(30)
+
+    def invite(self, chat: SimChat, host: str) -> str:
+        """`coop invite` as Dad runs it; the outbox id it printed."""
+        todo = self.engine.add_todo(f"Bench for {host}")["id"]
+        done = subprocess.run(
+            [COOP, "invite", str(todo), "--session", chat.ref, "--host", host],
+            capture_output=True,
+            text=True,
+            env=self.env(),
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    def stop(self) -> None:
+        for mac in self.macs:
+            mac.stop()
+        self.office_chats.stop_all()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def received_at(outbox_id: str) -> float | None:
+    """Now, when `coop outbox` would show fact 3 for the envelope; else None."""
+    row = queries.envelope(Outbox.get_by_id(outbox_id))
+    return time.monotonic() if row["facts"]["received"] is not None else None
+
+
+def latencies(rig: Rig, targets: list[tuple[str, SimChat]], timeout: float = 60.0) -> list[float]:
+    """Invite each target at once (one `coop invite` each, in parallel); for each, the
+    seconds from its `coop invite` returning to fact 3 in the ledger."""
+    returned: dict[str, tuple[str, float]] = {}
+
+    def invite(host: str, chat: SimChat) -> None:
+        outbox_id = rig.invite(chat, host)
+        returned[host] = (outbox_id, time.monotonic())
+
+    threads = [threading.Thread(target=invite, args=target) for target in targets]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    found: dict[str, float] = {}
+    deadline = time.monotonic() + timeout
+    while len(found) < len(returned) and time.monotonic() < deadline:
+        for host, (outbox_id, at) in returned.items():
+            if host not in found and (seen := received_at(outbox_id)) is not None:
+                found[host] = seen - at
+        time.sleep(0.01)
+    return [found.get(host, float("inf")) for host in returned]
+
+
+def fleet_receipt_latency() -> bool:
+    rig = Rig(count=4, chats=25, delay=0.02)
+    try:
+        with rig.serving():
+            # Warm: the helpers started, every Mac's first survey taken.
+            latencies(rig, [(mac.name, mac.receiver) for mac in rig.macs])
+            alone = statistics.median(
+                latencies(rig, [("office", rig.office_receiver)])[0] for _ in range(5)
+            )
+            baseline = alone + 2 * 0.02  # this Mac alone, plus one round trip
+            up = latencies(rig, [(mac.name, mac.receiver) for mac in rig.macs])
+            rig.macs[0].proxy.hang()
+            hung = latencies(rig, [(mac.name, mac.receiver) for mac in rig.macs[1:]])
+            rig.macs[0].proxy.resume()
+    finally:
+        rig.stop()
+    worst_up, worst_hung = max(up), max(hung)
+    goal = worst_up <= 1.0 and worst_hung <= 1.0
+    return (
+        report(
+            "fleet_receipt_latency",
+            max(worst_up, worst_hung) / baseline,
+            maximum=1.0 / baseline,
+            worst_s=worst_up,
+            median_s=statistics.median(up),
+            hung_worst_s=worst_hung,
+            hung_median_s=statistics.median(hung),
+            baseline_s=baseline,
+            goal="worst<=1.0s " + ("ok" if goal else "MISSED"),
+        )
+        and goal
+    )
+
+
+# --- what a pass costs a Mac: requests and bytes of the helper protocol -----------------
+
+
+class Meter:
+    """Every helper request, counted by Mac and operation, with its bytes both ways."""
+
+    def __init__(self) -> None:
+        self.requests: Counter[tuple[str, str]] = Counter()
+        self.bytes: Counter[str] = Counter()
+        self._original = HelperClient._request
+        meter = self
+
+        def counted(client: HelperClient, stream: Any, op: str, args: dict[str, Any], *more: Any):
+            meter.requests[(client.name, op)] += 1
+            meter.bytes[client.name] += len(json.dumps({"op": op, "args": args}))
+            answer = meter._original(client, stream, op, args, *more)
+            meter.bytes[client.name] += len(json.dumps(answer))
+            return answer
+
+        HelperClient._request = counted  # type: ignore[method-assign]
+
+    def take(self) -> tuple[Counter[tuple[str, str]], Counter[str]]:
+        requests, sent = self.requests, self.bytes
+        self.requests, self.bytes = Counter(), Counter()
+        return requests, sent
+
+    def close(self) -> None:
+        HelperClient._request = self._original  # type: ignore[method-assign]
+
+
+def _deliver(engine: Engine, outbox_id: str, chat_path: str | None) -> None:
+    """Record an envelope sent and received as a pass would (no frame sent): it is then
+    in flight, an invitation awaiting its answer."""
+    row = Outbox.get_by_id(outbox_id)
+    cursor = {
+        "native_session": row.session.native_id,
+        "transcript": chat_path,
+        "offset": 0,
+        "inode": None,
+        "inbound": {"verdict": "accept"},
+        "sent_at": engine.clock(),
+    }
+    attempt = engine.mark_uncertain(outbox_id, cursor)["attempt"]
+    engine.record_transport(outbox_id, attempt, {"ok": True, "written": True, "stage": "done"})
+    engine.record_receipt(outbox_id, {"offset": 0, "shape": "bench", "host": row.session.host})
+
+
+def fleet_pass_cost() -> bool:
+    rig = Rig(count=4, chats=25, delay=0.02)
+    meter = Meter()
+    try:
+        from coop_engine.loop.serve import Server
+        from hosts.fleet import load_fleet
+
+        os.environ.update({"HOME": str(rig.root / "user"), "SSH_AUTH_SOCK": ""})
+        fleet = load_fleet(rig.home)
+        fleet.hosts["office"] = LocalHost("office", config_dir=rig.office_config)
+        figures: dict[str, Any] = {}
+        for in_flight in (0, 10):
+            for mac in rig.macs:
+                for _ in range(in_flight - len(mac_envelopes(mac.name))):
+                    todo = rig.engine.add_todo("In flight")["id"]
+                    outbox = rig.engine.invite(todo, mac.receiver.ref, mac.name)["outbox"]
+                    _deliver(rig.engine, outbox, str(mac.receiver.transcript))
+            server = Server(rig.engine, fleet, rig.home, lambda line: None)
+            thread = server.start_thread()
+            time.sleep(5)  # the first passes and their follow-ups
+            meter.take()
+            window = 20.0
+            time.sleep(window)
+            requests, sent = meter.take()
+            server.stop()
+            thread.join(30)
+            names = [mac.name for mac in rig.macs]
+            others = sum(n for (host, op), n in requests.items() if host in names and op != "watch")
+            figures[f"idle{in_flight}_other_requests_per_mac"] = others / len(names)
+            figures[f"idle{in_flight}_long_polls_per_mac_min"] = (
+                sum(n for (h, op), n in requests.items() if h in names and op == "watch")
+                / len(names)
+                * 60
+                / window
+            )
+            figures[f"idle{in_flight}_bytes_per_mac_min"] = (
+                sum(sent[name] for name in names) / len(names) * 60 / window
+            )
+        # One pass over a Mac with its 10 envelopes in flight: the survey, against the
+        # same readings asked one operation at a time (the wave-1 pass).
+        coordinator = Coordinator(rig.engine, fleet.hosts, lambda line: None)
+        mac = rig.macs[0]
+        coordinator.pass_mac(mac.name, rig.engine.clock())  # warm
+        meter.take()
+        coordinator.pass_mac(mac.name, rig.engine.clock())
+        survey_requests, survey_bytes = meter.take()
+        host = fleet.hosts[mac.name]
+        host.chats()
+        for row in mac_envelopes(mac.name):
+            host.transcript_scan(row.session.native_id, row.observed_offset, [row.id])
+            host.registry_entry(row.session.native_id)
+        old_requests, old_bytes = meter.take()
+        fleet.close()
+    finally:
+        meter.close()
+        rig.stop()
+    ours = sum(survey_requests.values())
+    theirs = sum(old_requests.values())
+    goal = (
+        figures["idle0_other_requests_per_mac"] == 0
+        and figures["idle10_other_requests_per_mac"] == 0
+    )
+    return (
+        report(
+            "fleet_pass_cost",
+            theirs / max(ours, 1),
+            minimum=5.0,
+            pass_requests=ours,
+            pass_bytes=sum(survey_bytes.values()),
+            one_at_a_time_requests=theirs,
+            one_at_a_time_bytes=sum(old_bytes.values()),
+            **figures,
+            goal="idle_only_long_polls " + ("ok" if goal else "MISSED"),
+        )
+        and goal
+    )
+
+
+def mac_envelopes(name: str) -> list[Outbox]:
+    from coop_engine.models import Session
+
+    return list(
+        Outbox.select(Outbox, Session)
+        .join(Session)
+        .where((Session.host == name) & (Outbox.state == "delivered"))
+    )
+
+
+# --- idle: `coop serve` with nothing changing ------------------------------------------
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _idle_serve(rig: Rig, seconds: float) -> tuple[float, float]:
+    """`coop serve`'s CPU (fraction of one core) and passes per minute over `seconds`."""
+    counted = rig.root / "passes.txt"
+    counted.write_text("")
+    with rig.serving([sys.executable, "-c", COUNTING_SERVE, str(counted)]) as serve:
+        time.sleep(8)  # settle: reconcile, first passes
+        before_cpu, before_passes = _cpu_seconds(serve.pid), len(counted.read_text().split())
+        time.sleep(seconds)
+        cpu = _cpu_seconds(serve.pid) - before_cpu
+        passes = len(counted.read_text().split()) - before_passes
+    return cpu / seconds, passes * 60 / seconds
+
+
+def idle_cost() -> bool:
+    rig = Rig(count=0, chats=0, delay=0.0)
+    (rig.home / "fleet.toml").unlink()  # this Mac alone
+    fillers = LiveRegistry(180, config=rig.office_config)
+    receivers = [rig.office_chats.start(*FAST) for _ in range(19)] + [rig.office_receiver]
+    try:
+        idle_none, passes_none = _idle_serve(rig, 30.0)
+        for chat in receivers:
+            rig.invite(chat, "office")
+        with rig.serving():
+            deadline = time.monotonic() + 60
+            while (
+                Outbox.select().where(Outbox.state == "delivered").count() < len(receivers)
+                and time.monotonic() < deadline
+            ):
+                time.sleep(0.2)
+        idle_twenty, passes_twenty = _idle_serve(rig, 30.0)
+    finally:
+        fillers.close()
+        rig.stop()
+    goal = idle_twenty <= 0.03
+    return (
+        report(
+            "idle_cost",
+            idle_twenty / max(idle_none, 0.001),
+            maximum=10.0,
+            cpu_core_fraction=idle_twenty,
+            passes_per_min=passes_twenty,
+            baseline_cpu_no_envelopes=idle_none,
+            baseline_passes_per_min=passes_none,
+            goal="cpu<=3% " + ("ok" if goal else "MISSED"),
+        )
+        and goal
+    )
+
+
+# --- `coop chats` across the fleet ----------------------------------------------------------
+
+
+def _chats_seconds(rig: Rig, home: Path | None = None) -> tuple[float, str]:
+    times, via = [], ""
+    for _ in range(5):
+        started = time.perf_counter()
+        done = subprocess.run(
+            [COOP, "chats", "--json"], capture_output=True, text=True, env=rig.env(home)
+        )
+        times.append(time.perf_counter() - started)
+        assert done.returncode == 0, done.stderr
+        via = json.loads(done.stdout)[0]["via"]
+    return statistics.median(times), via
+
+
+def remote_list() -> bool:
+    rig = Rig(count=4, chats=25, delay=0.02)
+    alone_home = rig.root / "alone"
+    alone_home.mkdir(mode=0o700)
+    try:
+        alone, _ = _chats_seconds(rig, alone_home)
+        direct, via_direct = _chats_seconds(rig)
+        with rig.serving():
+            time.sleep(3)
+            served, via_served = _chats_seconds(rig)
+    finally:
+        rig.stop()
+    assert (via_direct, via_served) == ("direct", "serve"), (via_direct, via_served)
+    goal = direct <= 1.0 and served <= 2 * alone
+    return (
+        report(
+            "remote_list",
+            served / alone,
+            maximum=2.0,
+            direct_s=direct,
+            through_serve_s=served,
+            this_mac_alone_s=alone,
+            goal="direct<=1.0s " + ("ok" if direct <= 1.0 else "MISSED"),
+        )
+        and goal
+    )
+
+
+# --- sized for more: 10 Macs x 200 chats, 1,000 envelopes in flight ---------------------
+
+
+def fleet_scale() -> bool:
+    root = short_tmp("fs")
+    registries = [LiveRegistry(200, config=root / f"mac{i}" / "claude") for i in range(10)]
+    hosts: dict[str, Any] = {"office": LocalHost("office", config_dir=root / "office")}
+    for i, registry in enumerate(registries):
+        env = {"CLAUDE_CONFIG_DIR": str(registry.config)}
+        hosts[f"mac{i}"] = PipeHost(f"mac{i}", env=env, cwd=str(ROOT))
+    engine = Engine(open_ledger(root / "home"))
+    meter = Meter()
+    try:
+        for i in range(len(registries)):
+            listing = hosts[f"mac{i}"].chats()["chats"]
+            for chat in listing[:100]:
+                session = f"claude:{chat['session_id']}"
+                todo = engine.add_todo("At scale")["id"]
+                _deliver(engine, engine.invite(todo, session, f"mac{i}")["outbox"], None)
+        coordinator = Coordinator(engine, hosts, lambda line: None)
+        for name in hosts:
+            coordinator.pass_mac(name, engine.clock())  # the first survey is a full one
+        meter.take()
+        cpu = time.process_time()
+        for name in hosts:
+            coordinator.pass_mac(name, engine.clock())
+        cpu = time.process_time() - cpu
+        requests, sent = meter.take()
+        helper_pid = hosts["mac0"].client.hello["pid"]
+        rss = [_rss_kb(helper_pid)]
+        view = coordinator.views["mac0"]
+        readings = [
+            {"id": r.id, "session_id": r.session.native_id, "offset": r.observed_offset,
+             "inode": None, "needles": [r.id]}
+            for r in mac_envelopes("mac0")
+        ]  # fmt: skip
+        for index in range(1800):  # an hour of passes, one every two seconds
+            view.take(readings)
+            if index in (899, 1799):
+                rss.append(_rss_kb(helper_pid))
+    finally:
+        meter.close()
+        for host in hosts.values():
+            host.close()
+        for registry in registries:
+            registry.close()
+        shutil.rmtree(root, ignore_errors=True)
+    macs = [name for name in hosts if name != "office"]
+    per_mac_requests = sum(n for (host, _), n in requests.items() if host in macs) / len(macs)
+    growth = (rss[-1] - rss[1]) / rss[1]
+    return report(
+        "fleet_scale",
+        growth + 1.0,
+        maximum=1.1,
+        office_cpu_s_per_pass=cpu,
+        requests_per_mac_per_pass=per_mac_requests,
+        bytes_per_mac_per_pass=sum(sent[m] for m in macs) / len(macs),
+        helper_rss_kb_start=rss[0],
+        helper_rss_kb_half_hour=rss[1],
+        helper_rss_kb_hour=rss[2],
+    )
+
+
+def _rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS for {pid}")
+
+
+def main() -> None:
+    if os.geteuid() != 0 or not os.path.exists(SSHD):
+        print("BENCH name=fleet_* skipped: needs root and /usr/sbin/sshd", flush=True)
+        sys.exit(1)
+    run_main([fleet_receipt_latency, fleet_pass_cost, idle_cost, remote_list, fleet_scale])
+
+
+if __name__ == "__main__":
+    main()

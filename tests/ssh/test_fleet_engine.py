@@ -1,0 +1,207 @@
+"""The fleet engine over real sshd: each Mac served by its own worker, receipts pushed by
+the Mac's long-poll, and a Mac that hangs (its link's proxy SIGSTOPped) costing only its
+own envelopes, which wait, neither expired nor resent, until it answers again.
+
+The coordinator runs with no interval to speak of (an hour): whatever moves here moved
+because something changed, not because a timer came round."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Mac
+from netdelay import DelayProxy
+from sshd_harness import wait_until
+
+from coop_engine import queries
+from coop_engine.db import open_ledger
+from coop_engine.engine import Engine
+from coop_engine.loop.serve import Server
+from coop_engine.models import Outbox
+from hosts.fleet import Fleet
+from hosts.mac.host import Host
+from hosts.mac.local import LocalHost
+from hosts.sim.launch import SimChat
+from hosts.ssh import SshHost
+
+pytestmark = pytest.mark.ssh
+
+HOUR = 3600.0
+DEADLINE = 1.5  # seconds a request to a Mac may take before the Mac is unreachable
+WAIT = 40.0
+
+
+class Office:
+    """A ledger, an office Mac with no chats, and the Macs of the fleet."""
+
+    def __init__(self, root: Path, hosts: dict[str, Host]) -> None:
+        self.home = root / "coop-home"
+        self.home.mkdir(parents=True)
+        (root / "office-claude").mkdir()
+        self.engine = Engine(open_ledger(self.home))
+        office = LocalHost("office", config_dir=root / "office-claude")
+        self.fleet = Fleet("office", {"office": office, **hosts})
+        self.log: list[str] = []
+
+    def invite(self, chat: SimChat, host: str, title: str) -> str:
+        todo = self.engine.add_todo(title)["id"]
+        return str(self.engine.invite(todo, chat.ref, host)["outbox"])
+
+    def envelope(self, outbox_id: str) -> dict[str, Any]:
+        return queries.envelope(Outbox.get_by_id(outbox_id))
+
+    def said(self, text: str) -> bool:
+        return any(text in line for line in self.log)
+
+    def received(self, outbox_id: str) -> bool:
+        return self.envelope(outbox_id)["facts"]["received"] is not None
+
+    @contextmanager
+    def serving(self) -> Iterator[Server]:
+        server = Server(
+            self.engine,
+            self.fleet,
+            self.home,
+            self.log.append,
+            pass_interval=HOUR,
+            long_poll_seconds=3.0,
+            retry_most=1.0,
+        )
+        thread = server.start_thread()
+        try:
+            yield server
+            assert thread.is_alive(), self.log
+        finally:
+            server.stop()
+            thread.join(15)
+            self.fleet.close()
+
+
+@pytest.fixture
+def proxied(start_mac: Callable[..., Mac]) -> Iterator[tuple[Mac, DelayProxy, SshHost]]:
+    """The laptop, reached through a delaying proxy (10 ms each way) that can hang."""
+    laptop = start_mac("laptop")
+    proxy = DelayProxy(laptop.port, 0.01).start()
+    with laptop.client.known_hosts.open("a") as known:  # the same key, at the proxy's port
+        known.write(f"[127.0.0.1]:{proxy.port} {laptop.sshd.host_public}\n")
+    host = laptop.ssh_host(port=proxy.port, deadline=DEADLINE, timeout=DEADLINE)
+    yield laptop, proxy, host
+    proxy.stop()
+
+
+def never_lost(office: Office, outbox_id: str) -> None:
+    """Not expired, and not resent: one envelope, one attempt, no successor."""
+    row = office.envelope(outbox_id)
+    assert row["state"] in ("pending", "uncertain", "delivered"), row
+    assert row["resent_as"] is None, row
+
+
+def test_a_transcript_appended_on_a_remote_mac_reaches_the_ledger_by_its_long_poll(
+    tmp_path: Path, start_mac: Callable[..., Mac]
+) -> None:
+    studio = start_mac("studio")
+    office = Office(tmp_path, {"studio": studio.ssh_host(deadline=DEADLINE)})
+    chat = studio.chat("--think", "2")  # it answers two seconds after it took the invitation
+    with office.serving() as server:
+        outbox_id = office.invite(chat, "studio", "Pushed, not polled")
+        assert wait_until(lambda: office.received(outbox_id), timeout=WAIT)
+        passes = server.workers["studio"].passes
+        # Nothing runs on a timer here (an hour): the answer, written on the studio once
+        # the passes after the send are over, reaches the ledger by the studio's long-poll.
+        assert wait_until(lambda: office.envelope(outbox_id)["facts"]["accepted"], timeout=WAIT)
+        assert server.workers["studio"].passes > passes
+    assert office.envelope(outbox_id)["state"] == "delivered"
+
+
+def test_a_mac_hung_during_a_pass_holds_up_only_its_own_envelopes(
+    tmp_path: Path, start_mac: Callable[..., Mac], proxied: tuple[Mac, DelayProxy, SshHost]
+) -> None:
+    laptop, proxy, laptop_host = proxied
+    studio = start_mac("studio")
+    office = Office(tmp_path, {"laptop": laptop_host, "studio": studio.ssh_host()})
+    on_laptop, on_studio = laptop.chat("--answer", "silent"), studio.chat("--answer", "silent")
+    with office.serving():
+        first = office.invite(on_laptop, "laptop", "Before the laptop hangs")
+        assert wait_until(lambda: office.received(first), timeout=WAIT)
+        proxy.hang()
+        waiting = office.invite(on_laptop, "laptop", "While the laptop hangs")
+        moving = office.invite(on_studio, "studio", "While the laptop hangs")
+        assert wait_until(lambda: office.received(moving), timeout=WAIT)
+        assert wait_until(lambda: office.said("laptop is unreachable"), timeout=WAIT), office.log
+        never_lost(office, waiting)
+        assert office.envelope(waiting)["state"] == "pending"
+        proxy.resume()
+        assert wait_until(lambda: office.received(waiting), timeout=WAIT)
+        assert office.said("laptop answers again")
+    never_lost(office, first)
+    assert len(on_laptop.frames()) == 2 and len(on_studio.frames()) == 1
+
+
+class HangsAtTheThirdRead(Host):
+    """The laptop, whose link hangs the moment the send's third read is asked."""
+
+    def __init__(self, inner: SshHost, proxy: DelayProxy) -> None:
+        self.inner, self.name, self.proxy = inner, inner.name, proxy
+        self.hung = False
+
+    def call(self, op: str, **args: Any) -> Any:
+        if op == "send_frame" and not self.hung:
+            self.hung = True
+            self.proxy.hang()
+        return self.inner.call(op, **args)
+
+    def long_poller(self) -> Host:
+        return self.inner.long_poller()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def test_a_mac_hung_during_a_sends_third_read_leaves_it_uncertain_never_resent(
+    tmp_path: Path, start_mac: Callable[..., Mac], proxied: tuple[Mac, DelayProxy, SshHost]
+) -> None:
+    laptop, proxy, laptop_host = proxied
+    studio = start_mac("studio")
+    hanging = HangsAtTheThirdRead(laptop_host, proxy)
+    office = Office(tmp_path, {"laptop": hanging, "studio": studio.ssh_host()})
+    on_laptop, on_studio = laptop.chat("--answer", "silent"), studio.chat("--answer", "silent")
+    with office.serving():
+        cut_off = office.invite(on_laptop, "laptop", "Its request never answered")
+        assert wait_until(lambda: hanging.hung and office.envelope(cut_off)["state"] == "uncertain")
+        moving = office.invite(on_studio, "studio", "The studio goes on")
+        assert wait_until(lambda: office.received(moving), timeout=WAIT)
+        assert wait_until(lambda: office.said("send failed at request"), timeout=WAIT), office.log
+        assert wait_until(lambda: office.said("laptop is unreachable"), timeout=WAIT), office.log
+        never_lost(office, cut_off)
+        assert office.envelope(cut_off)["state"] == "uncertain"  # bytes may have left
+        proxy.resume()
+        assert wait_until(lambda: office.said("laptop answers again"), timeout=WAIT), office.log
+        never_lost(office, cut_off)
+    assert len(on_laptop.frames()) <= 1  # sent at most once: never again without a decision
+
+
+def test_a_mac_hung_during_its_long_poll_rejoins_after_sigcont(
+    tmp_path: Path, start_mac: Callable[..., Mac], proxied: tuple[Mac, DelayProxy, SshHost]
+) -> None:
+    laptop, proxy, laptop_host = proxied
+    studio = start_mac("studio")
+    office = Office(tmp_path, {"laptop": laptop_host, "studio": studio.ssh_host()})
+    on_laptop, on_studio = laptop.chat("--answer", "silent"), studio.chat("--answer", "silent")
+    with office.serving():
+        awaiting = office.invite(on_laptop, "laptop", "Delivered, then the link hangs")
+        assert wait_until(lambda: office.received(awaiting), timeout=WAIT)
+        proxy.hang()  # idle now: only the laptop's long-poll is outstanding
+        assert wait_until(lambda: office.said("laptop is unreachable"), timeout=WAIT), office.log
+        moving = office.invite(on_studio, "studio", "The studio goes on")
+        assert wait_until(lambda: office.received(moving), timeout=WAIT)
+        never_lost(office, awaiting)
+        proxy.resume()
+        assert wait_until(lambda: office.said("laptop answers again"), timeout=WAIT), office.log
+        after = office.invite(on_laptop, "laptop", "After the laptop rejoined")
+        assert wait_until(lambda: office.received(after), timeout=WAIT)
+    never_lost(office, awaiting)
+    assert office.envelope(awaiting)["state"] == "delivered"
