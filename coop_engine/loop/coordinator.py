@@ -89,7 +89,7 @@ class Coordinator:
         steps from the survey's answer, then its chats' statuses. False, with the reason
         in `unreachable`, when the Mac could not be asked: its envelopes wait."""
         view = self.views[name]
-        in_flight = [r for r in self._observable() if self._ours(r, name)]
+        in_flight = self._observable(name)
         try:
             view.take([ClaudeDoor.reading(row) for row in in_flight])
         except HostError as error:
@@ -102,7 +102,7 @@ class Coordinator:
             self._reconciled.add(name)
         phases: list[tuple[Callable[[], list[Outbox]], Callable[[Outbox], object], str]] = [
             (lambda: self._in_state("pending"), door.deliver, "deliver"),
-            (self._observable, door.observe, "observe"),
+            (partial(self._observable, name), door.observe, "observe"),
             (lambda: self._in_state("uncertain"), partial(door.verdict, now=now), "verdict"),
         ]
         # Each phase reads the ledger when it starts: what one phase sent, the next observes.
@@ -115,7 +115,7 @@ class Coordinator:
         self.refresh_statuses(name)
         # An envelope sent (or settled) this pass changes what the Mac must watch: survey
         # it again now, so its transcript is watched before the receiver writes there.
-        now_in_flight = {row.id for row in self._observable() if self._ours(row, name)}
+        now_in_flight = {row.id for row in self._observable(name)}
         if now_in_flight != {row.id for row in in_flight}:
             view.more = True
         return True
@@ -179,9 +179,9 @@ class Coordinator:
             reason = f"{row.session.host} is not in the fleet (fleet.toml)"
         self.engine.record_refusal(row.id, reason)
 
-    def _observable(self) -> list[Outbox]:
-        """Uncertain sends, invitations awaiting an answer, and work being done (a second
-        sighting of it is a conflict)."""
+    def _observable(self, name: str) -> list[Outbox]:
+        """This Mac's uncertain sends, invitations awaiting an answer, and work being done
+        (a second sighting of it is a conflict)."""
         query = (
             Outbox.select(Outbox, Session, Dispatch)
             .join(Session)
@@ -189,6 +189,8 @@ class Coordinator:
             .join(Dispatch, join_type=JOIN.LEFT_OUTER)  # a reply has no dispatch
             .where(
                 (Session.mode == "managed")
+                & (Session.host == name)
+                & (Session.vendor == "claude")
                 & (
                     (Outbox.state == "uncertain")
                     | (
@@ -240,8 +242,9 @@ class Coordinator:
         managed = Session.select().where(
             (Session.mode == "managed") & (Session.vendor == "claude") & (Session.host == name)
         )
+        entries = view.live_entries()
         for session in list(managed):
-            entry = view.live_entry(session.native_id)
+            entry = entries.get(session.native_id)
             status = "exited" if entry is None else str(entry.get("status") or "unknown")
             if status != session.status:
                 try:

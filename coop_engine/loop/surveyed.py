@@ -70,6 +70,14 @@ class Surveyed(Host):
         live = [c for c in self.entries.values() if c["live"] and c["session_id"] == session_id]
         return live[0]["entry"] if len(live) == 1 else None
 
+    def live_entries(self) -> dict[str, dict[str, Any]]:
+        """`live_entry` of every session id that has exactly one live chat."""
+        found: dict[str, list[dict[str, Any]]] = {}
+        for chat in self.entries.values():
+            if chat["live"]:
+                found.setdefault(chat["session_id"], []).append(chat["entry"])
+        return {session_id: live[0] for session_id, live in found.items() if len(live) == 1}
+
     def call(self, op: str, **args: Any) -> Any:
         if op == "transcript_scan":
             key = reading(args["session_id"], args["offset"], args["needles"], args.get("inode"))

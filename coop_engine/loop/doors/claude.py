@@ -124,6 +124,8 @@ class ClaudeDoor:
         except (NativeRefusal, HostError) as error:
             self.log(f"{row.id[:8]} not observed: {error}")
             return
+        if not chunk["lines"] and not chunk["rotated"] and chunk["end"] <= wanted["offset"]:
+            return  # nothing new since the last reading: nothing to record
         if chunk["rotated"]:
             self._conflict(
                 row,
