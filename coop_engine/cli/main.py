@@ -222,7 +222,7 @@ def _serve(sub: Subparsers) -> None:
         "--interval",
         type=arguments.interval,
         default=30.0,
-        help="the longest a Mac goes unsurveyed when nothing changes (seconds; default 30)",
+        help="the longest this machine's chats go unsurveyed when nothing changes (default 30 s)",
     )
     serve.set_defaults(handler=_ledger("serve"))
 

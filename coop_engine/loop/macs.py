@@ -3,7 +3,10 @@ long-poll that wakes its worker.
 
 A worker runs its Mac's part of a pass (coordinator.pass_mac: one survey, then that Mac's
 envelopes) when woken, and otherwise sleeps until its Mac's next due time (a verdict's
-grace, a paced envelope's turn) or the longest a Mac goes unsurveyed. A Mac that cannot be
+grace, a paced envelope's turn). A Mac with a long-poll needs nothing more: its helper
+tells of every change there, a chat that died included. The office's own Mac, watched
+by watchdog, is surveyed at least every `longest` seconds too, for a chat that died
+(which changes no file). A Mac that cannot be
 asked within its deadline is unreachable with the reason: its envelopes wait (never
 inferred unsent, never expired for silence), it is tried again after 1, 2, 4 ... up to
 RETRY_MOST seconds, and it rejoins on the first answer. No worker waits for another, so
@@ -32,6 +35,7 @@ RETRY_MOST = 15.0
 Log = Callable[[str], None]
 Guard = Callable[[str, Callable[[], object]], bool]
 UNKNOWN = object()  # what the ledger could not answer
+IDLE_FOREVER = 24 * 3600.0
 
 
 class MacWorker:
@@ -54,7 +58,10 @@ class MacWorker:
         self.view = coordinator.views[name]
         self.guarded = guarded
         self.stopping = stopping
-        self.longest = longest  # the longest this Mac goes unsurveyed when nothing is due
+        # The longest this Mac goes unsurveyed when nothing is due: for a Mac with a
+        # long-poll, only as long as nothing changes there (its liveness included).
+        self.longest = IDLE_FOREVER if long_poll else longest
+        self.retry_wait = longest
         self.log = log
         self.after_pass = after_pass
         self.crashed = crashed
@@ -181,7 +188,7 @@ class MacWorker:
         while not self.stopping.is_set():
             seen, watch = self.view.surveys, self.view.watching
             if watch is None:
-                self._await_pass(seen, self.longest)
+                self._await_pass(seen, self.retry_wait)
                 continue
             try:
                 answer = self._poller.watch(watch["paths"], watch["digest"], self.long_poll_seconds)
@@ -196,7 +203,7 @@ class MacWorker:
                 continue
             if answer["changed"] and self.view.surveys == seen:
                 self.wake.set()
-                self._await_pass(seen, self.longest)
+                self._await_pass(seen, self.retry_wait)
         self._poller.close()
 
     def _await_pass(self, seen: int, timeout: float) -> None:

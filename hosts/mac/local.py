@@ -210,8 +210,10 @@ class LocalHost(Host):
         if long_poll is not None:
             paths.append(survey.keep_paths(long_poll, paths))
             self._long_polls.add(long_poll)
-        digest = watch.fingerprint(paths)  # before any read: what changes from here is news
+        files = watch.fingerprint(paths)  # before any read: what changes from here is news
         listing = self._op_chats()
+        live = survey.live_mark(c["pid"] for c in listing["chats"] if c["live"])
+        digest = f"{files}|{live}"
         self._cwds = {
             str(chat["session_id"]): chat["cwd"]
             for chat in listing["chats"]
@@ -257,7 +259,13 @@ class LocalHost(Host):
             raise ValueError("timeout must be a number of seconds")
         if self._watcher is None:
             self._watcher = watch.Watcher()
-        answer: dict[str, Any] = self._watcher.wait(paths, since, float(timeout))
+        files, _, live = (since or "").partition("|")
+        answer: dict[str, Any] = self._watcher.wait(paths, files or None, float(timeout))
+        # A chat that died changes no file: its liveness is asked again before answering
+        # "unchanged", the way the survey asked it.
+        now = survey.live_mark(e.pid for e in self._scan().entries if e.live)
+        answer["changed"] = answer["changed"] or (bool(live) and live != now)
+        answer["digest"] = f"{answer['digest']}|{now}"
         return answer
 
     def long_poller(self) -> LocalHost:

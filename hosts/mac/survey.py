@@ -21,7 +21,7 @@ import re
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
     from typing import Any
 
 MAX_SIGHTING_BYTES = 4 << 20
@@ -32,6 +32,12 @@ ENVELOPE_KEYS = ("id", "session_id", "offset", "needles")
 
 def _digest(value: Any) -> str:
     return hashlib.sha1(json.dumps(value, sort_keys=True).encode()).hexdigest()
+
+
+def live_mark(pids: Iterable[int]) -> str:
+    """Which registered chats are live, in a few characters: a survey's and a long-poll's
+    reading of liveness compare equal exactly when the same chats live."""
+    return hashlib.sha1(",".join(sorted(str(pid) for pid in pids)).encode()).hexdigest()[:16]
 
 
 def check_envelopes(envelopes: Any) -> list[dict[str, Any]]:

@@ -344,3 +344,20 @@ def test_a_survey_that_changes_what_is_watched_wakes_the_long_poll_on_the_old_pa
         assert answers and answers[0]["changed"] is True
     finally:
         poller.close()
+
+
+def test_the_long_poll_tells_of_a_chat_that_died_though_no_file_changed(
+    host_on: Host, laptop: Mac
+) -> None:
+    chat, _ = laptop.chat(), laptop.chat()
+    surveyed = host_on.survey(None, [])
+    paths, digest = surveyed["watch"]["paths"], surveyed["watch"]["digest"]
+    poller = host_on.long_poller()
+    try:
+        assert poller.watch(paths, digest, 0.3)["changed"] is False
+        chat.kill()  # its registry entry stays, as after a crash
+        assert chat.registry.exists()
+        assert wait_until(lambda: truth(laptop).registry_entry(chat.session_id) is None)
+        assert poller.watch(paths, digest, 0.3)["changed"] is True
+    finally:
+        poller.close()
