@@ -608,7 +608,7 @@ async def loaded(pilot: Pilot[None]) -> None:
     await settle(pilot)
 
 
-async def settle(pilot: Pilot[None], timeout: float = 5.0) -> None:
+async def settle(pilot: Pilot[None], timeout: float = 20.0) -> None:
     """Every worker the app started has finished and its result is on screen."""
     app = pilot.app
     deadline = time.monotonic() + timeout
