@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 from hostilekit import env_for, live_entry, no_frames, shown_cleanly, write_registry
+from prerequisites import missing
 
 from hosts.mac.native import SOCKET_NOT_PRIVATE
 from hosts.sim.launch import SimFleet
@@ -68,7 +69,7 @@ def test_a_fifo_in_place_of_the_socket_is_refused(sims: SimFleet, run_coop: Any)
 @pytest.fixture
 def other_user() -> pwd.struct_passwd:
     if os.getuid() != 0:
-        pytest.skip("creating a second user needs root; CI runs as root")
+        missing("creating a second user needs root; CI runs as root")
     try:
         return pwd.getpwnam(OTHER_USER)
     except KeyError:
@@ -78,7 +79,7 @@ def other_user() -> pwd.struct_passwd:
         capture_output=True, text=True,
     )  # fmt: skip
     if added.returncode != 0 and "already exists" not in added.stderr:
-        pytest.skip(f"useradd failed: {added.stderr.strip()}")
+        missing(f"useradd failed: {added.stderr.strip()}")
     return pwd.getpwnam(OTHER_USER)
 
 
