@@ -20,7 +20,7 @@ from coop_engine.errors import (
     NotAuthorized,
 )
 from coop_engine.frame import fresh_key
-from coop_engine.models import Binding, Dispatch, HostQueue, Outbox, Session
+from coop_engine.models import Binding, Dispatch, HostQueue, Outbox, QueueSighting, Session
 
 HELD_THEN_EXPIRED = "held-for-approval-then-expired"
 EXPIRY_REASONS = (
@@ -28,6 +28,9 @@ EXPIRY_REASONS = (
     HELD_THEN_EXPIRED,
     "receiver-idle-without-entry",
 )
+# The Codex door's one proof of loss: Codex answered `deleted: true` to a withdrawal.
+WITHDRAWN_FROM_QUEUE = "withdrawn-from-queue"
+REASONS_BY_VENDOR = {"claude": EXPIRY_REASONS, "codex": (WITHDRAWN_FROM_QUEUE,)}
 DECIDERS = ("dad", "chief")
 
 
@@ -215,6 +218,46 @@ class DeliveryCommands(DispatchCommands):
         key = f"held:{outbox_id}"
         return self._command("record_held", key, {"outbox": outbox_id, "evidence": evidence}, run)
 
+    def record_queue(self, outbox_id: str, seen: dict[str, Any]) -> dict[str, Any]:
+        """What the survey saw of a Codex envelope in Codex's own queue (`queued`: its id
+        still waits there; `open`: the thread is held open): an observation, never a
+        transition. Recorded, with an event, only when it changed."""
+        seen = {"queued": bool(seen.get("queued")), "open": bool(seen.get("open"))}
+        known = QueueSighting.get_or_none(QueueSighting.outbox == outbox_id)
+        if known is not None and {"queued": known.queued, "open": known.open} == seen:
+            return {"outbox": outbox_id, "changed": False}
+
+        def run(now: float) -> dict[str, Any]:
+            self._outbox(outbox_id)
+            QueueSighting.insert(outbox=outbox_id, seen_at=now, **seen).on_conflict(
+                conflict_target=[QueueSighting.outbox], update={**seen, "seen_at": now}
+            ).execute()
+            self._event(now, "record_queue", f"outbox:{outbox_id}", None, None, seen)
+            return {"outbox": outbox_id, "changed": True}
+
+        args = {"outbox": outbox_id, "seen": seen}
+        return self._command("record_queue", fresh_key(f"queue:{outbox_id}"), args, run)
+
+    def ask_withdrawal(self, outbox_id: str, by: str, queued_id: str) -> dict[str, Any]:
+        """The intent to take a Codex envelope back out of Codex's queue, recorded
+        before Codex is asked: a crash before its answer leaves the ask on record."""
+        if by not in DECIDERS:
+            raise NotAuthorized("Withdrawing is decided by dad or chief")
+
+        def run(now: float) -> dict[str, Any]:
+            row = self._outbox(outbox_id)
+            if row.state != "uncertain" or row.session.vendor != "codex":
+                raise Conflict(
+                    f"Envelope {outbox_id} is {row.state}: only a Codex envelope sent and "
+                    "not yet received can be taken back out of Codex's queue"
+                )
+            evidence = {"by": by, "queued_id": queued_id}
+            self._event(now, "ask_withdrawal", f"outbox:{outbox_id}", None, None, evidence, who=by)
+            return {"outbox": outbox_id, "queued_id": queued_id}
+
+        args = {"outbox": outbox_id, "by": by, "queued_id": queued_id}
+        return self._command("ask_withdrawal", fresh_key(f"withdrawal:{outbox_id}"), args, run)
+
     def advance_cursor(self, outbox_id: str, offset: int) -> None:
         """Move the transcript bookmark forward (never back). A bookmark, not a transition."""
         Outbox.update(observed_offset=offset).where(
@@ -222,11 +265,15 @@ class DeliveryCommands(DispatchCommands):
         ).execute()
 
     def expire(self, outbox_id: str, evidence: dict[str, Any]) -> dict[str, Any]:
-        """uncertain -> expired, only with evidence carrying one of the three reasons."""
+        """uncertain -> expired, only with evidence carrying one of its door's reasons:
+        the Claude door's three, or the Codex door's `withdrawn-from-queue`."""
         reason = evidence.get("reason")
-        if reason not in EXPIRY_REASONS:
+        vendor = self._outbox(outbox_id).session.vendor
+        allowed_reasons = REASONS_BY_VENDOR.get(vendor, ())
+        if reason not in allowed_reasons:
             raise Conflict(
-                f"Expiry needs evidence with one of the reasons {', '.join(EXPIRY_REASONS)}"
+                f"Expiry of a {vendor} delivery needs evidence with one of the reasons "
+                + ", ".join(allowed_reasons)
             )
 
         def run(now: float) -> dict[str, Any]:

@@ -158,6 +158,19 @@ class HostQueue(BaseModel):
         indexes = ((("outbox", "attempt"), True),)
 
 
+class QueueSighting(BaseModel):
+    """What the last survey saw of a Codex envelope in Codex's own queue: an
+    observation, never a fact (Codex deletes the row before it writes the receipt)."""
+
+    outbox = pw.ForeignKeyField(Outbox, primary_key=True, backref="queue_sightings")
+    queued = pw.BooleanField()  # its client id still waits in queue_1.sqlite
+    open = pw.BooleanField()  # the thread is held open (its writer lock), so it polls
+    seen_at = pw.DoubleField()
+
+    class Meta:
+        table_name = "codex_queue_sightings"
+
+
 class Obligation(BaseModel):
     id = pw.AutoField()
     dispatch_id: int
@@ -227,6 +240,7 @@ TABLES: list[type[BaseModel]] = [
     Binding,
     Outbox,
     HostQueue,
+    QueueSighting,
     Obligation,
     Command,
     Event,

@@ -36,7 +36,7 @@ from coop_tui.commands import CoopCommands
 from coop_tui.coordination import Coordination
 from coop_tui.decisions import Decisions
 from coop_tui.live import LivePanes
-from coop_tui.messages import LedgerChanged, ResendRequested
+from coop_tui.messages import LedgerChanged, ResendRequested, WithdrawRequested
 from coop_tui.widgets.panes import HostsPane, OutboxPane, SessionsPane
 
 Clock = Callable[[], float]
@@ -47,6 +47,7 @@ PANE_ACTIONS = frozenset(
     {
         "focus_pane",
         "resend",
+        "withdraw",
         "adoption",
         "inspect",
         "invite",
@@ -277,6 +278,9 @@ class CoopApp(LivePanes, Decisions, Coordination):
 
     def on_resend_requested(self, message: ResendRequested) -> None:
         self.request_resend(message.outbox_id, message.done)
+
+    def on_withdraw_requested(self, message: WithdrawRequested) -> None:
+        self.request_withdraw(message.outbox_id, message.done)
 
     def on_unmount(self) -> None:
         """However the app ends (q, ctrl+c, a pilot's exit), the coordinator thread and

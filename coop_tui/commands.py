@@ -8,6 +8,11 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 ACTIONS = (
     ("Send again", "Send again the selected expired delivery (once, as Dad)", "resend"),
+    (
+        "Withdraw",
+        "Take back the selected envelope: never sent, or still in Codex's queue (as Dad)",
+        "withdraw",
+    ),
     ("Adoption review", "CLI takers, where each was searched, adopt one", "adoption"),
     ("Inspect chat", "Registry entry and transcript tail of the selected chat", "inspect"),
     ("Invite", "Invite a chat to a todo", "invite"),

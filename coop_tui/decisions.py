@@ -1,9 +1,11 @@
-"""Dad's decisions from the keyboard: Send again (after the proof of loss) and invite.
-Each runs as an engine command in a thread worker; a refusal is shown word for word."""
+"""Dad's decisions from the keyboard: Send again (after the proof of loss), Withdraw and
+invite. Each runs as an engine command in a thread worker; a refusal is shown word for
+word."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from textual import work
 from textual.app import App
@@ -11,13 +13,26 @@ from textual.app import App
 from coop_engine import queries
 from coop_engine.engine import Engine
 from coop_engine.errors import CoopError
+from coop_engine.loop.office import Office
 from coop_tui.messages import LedgerChanged
 from coop_tui.widgets.panes import OutboxPane
 
 
+def withdrawable(envelope: dict[str, Any]) -> bool:
+    """Whether Withdraw can work: the envelope was never sent (it is cancelled), or it is
+    a Codex envelope sent and not yet received (Codex is asked to take it out of its
+    queue; only Codex's `deleted: true` expires it)."""
+    if envelope["state"] == "pending":
+        return True
+    return envelope.get("door") == "codex" and envelope["state"] == "uncertain"
+
+
 class Decisions(App[None]):
     engine: Engine | None
+    office: Office
     outbox_pane: OutboxPane
+
+    # --- Send again -----------------------------------------------------------------------
 
     def action_resend(self) -> None:
         row = self.outbox_pane.selected()
@@ -58,6 +73,57 @@ class Decisions(App[None]):
         self.post_message(LedgerChanged())
         if done is not None:
             self.call_from_thread(done)
+
+    # --- Withdraw -------------------------------------------------------------------------
+
+    def action_withdraw(self) -> None:
+        row = self.outbox_pane.selected()
+        if row is None:
+            self.notify("Select an envelope in the outbox first", severity="warning")
+            return
+        self.request_withdraw(row["id"])
+
+    @work(thread=True, group="commands", exit_on_error=False)
+    def request_withdraw(self, outbox_id: str, done: Callable[[], None] | None = None) -> None:
+        """Read the envelope as it is now: one Withdraw can work on is confirmed first;
+        anything else goes straight to the engine, whose refusal says why."""
+        row = queries.envelope_row(outbox_id)
+        if withdrawable(row):
+            self.call_from_thread(self._confirm_withdraw, row, done)
+        else:
+            self.withdraw(outbox_id, done)
+
+    def _confirm_withdraw(self, envelope: dict[str, Any], done: Callable[[], None] | None) -> None:
+        from coop_tui.screens.dialogs import ConfirmWithdraw
+
+        def decided(yes: bool | None) -> None:
+            if yes:
+                self.withdraw(envelope["id"], done)
+
+        self.push_screen(ConfirmWithdraw(envelope), decided)
+
+    @work(thread=True, group="commands", exit_on_error=False)
+    def withdraw(self, outbox_id: str, done: Callable[[], None] | None = None) -> None:
+        """As Dad, through the Office: a Codex envelope in flight is taken back out of
+        Codex's queue; any other goes to the engine, which cancels one never sent and
+        refuses the rest. `done` runs either way: a refused ask to Codex is on record."""
+        assert self.engine is not None
+        try:
+            result = self.office.withdraw(self.engine, outbox_id, "dad")
+        except CoopError as refusal:
+            # Codex's and the engine's words, shown as plain text, never as markup.
+            self.notify(str(refusal), title="Withdraw", severity="warning", markup=False)
+        else:
+            if result["state"] == "expired":
+                said = f"Withdrawn from Codex's queue: {outbox_id[:8]} expired ({result['reason']})"
+            else:
+                said = f"Withdrawn: {outbox_id[:8]} cancelled, never sent"
+            self.notify(said, title="Withdraw", markup=False)
+        self.post_message(LedgerChanged())
+        if done is not None:
+            self.call_from_thread(done)
+
+    # --- Invite ---------------------------------------------------------------------------
 
     def action_invite(self) -> None:
         from coop_tui.screens.dialogs import InviteDialog

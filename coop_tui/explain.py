@@ -1,10 +1,13 @@
-"""Evidence in plain words, for the screens that show it."""
+"""Evidence in plain words, for the screens that show it: why a delivery is proven lost,
+what was predicted at send, and what a held notice proved."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from coop_engine.formats import iso
+from coop_engine.loop.doors.codex import expectation
+from coop_engine.loop.withdrawal import WITHDRAWN
 from coop_engine.receipts import HOLD_PROOFS
 
 REASONS = {
@@ -32,6 +35,9 @@ def prediction(inbound: dict[str, Any] | None) -> str:
         words += f", receiver mode {inbound['mode']}"
     if inbound.get("why"):
         words += f": {inbound['why']}"
+    if inbound.get("expect"):
+        # The Codex door's: when a message added to the thread's queue will run.
+        words += f": {inbound['expect']}"
     return words
 
 
@@ -52,6 +58,9 @@ def proof_of_loss(expiry: dict[str, Any] | None) -> list[str]:
     if not expiry:
         return ["not proven lost: silence proves nothing"]
     reason = str(expiry.get("reason"))
+    if reason == WITHDRAWN:
+        # The Codex door's one proof of loss: Codex's own `deleted: true`.
+        return withdrawn(expiry)
     lines = [f"{reason}: {REASONS.get(reason, 'unrecognised reason')}"]
     sent, seen = expiry.get("sent_at"), expiry.get("observed_at")
     if isinstance(sent, int | float) and isinstance(seen, int | float):
@@ -62,3 +71,27 @@ def proof_of_loss(expiry: dict[str, Any] | None) -> list[str]:
     if expiry.get("transcript_offset") is not None:
         lines.append(f"its transcript was read again from byte {expiry['transcript_offset']}")
     return lines
+
+
+def withdrawn(expiry: dict[str, Any]) -> list[str]:
+    """A Codex envelope taken back out of Codex's queue: who asked, and Codex's answer."""
+    by = expiry.get("by") or "someone"
+    words = f"withdrawn from Codex's queue by {by}: Codex confirmed it will never run"
+    lines = [f"{WITHDRAWN}: {words}"]
+    lines.append(f"Codex answered deleted: true for queued message {expiry.get('queued_id')}")
+    seen = expiry.get("observed_at")
+    if isinstance(seen, int | float):
+        lines.append(f"withdrawn {iso(seen)}")
+    return lines
+
+
+def in_codex_queue(envelope: dict[str, Any]) -> str | None:
+    """Where a Codex envelope sent and not yet received stands in Codex's queue, as the
+    last survey saw it; None when that is not known (or not a Codex envelope in flight)."""
+    if envelope.get("door") != "codex" or envelope.get("state") != "uncertain":
+        return None
+    if envelope.get("queued") is True:
+        return f"queued in Codex: {expectation(bool(envelope.get('thread_open')))}"
+    if envelope.get("queued") is False:
+        return "taken from Codex's queue: its receipt should follow"
+    return None

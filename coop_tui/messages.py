@@ -22,3 +22,12 @@ class ResendRequested(Message):
         super().__init__()
         self.outbox_id = outbox_id
         self.done = done
+
+
+class WithdrawRequested(Message):
+    """A screen asks to withdraw one envelope; `done` runs once it was withdrawn."""
+
+    def __init__(self, outbox_id: str, done: Callable[[], None] | None = None) -> None:
+        super().__init__()
+        self.outbox_id = outbox_id
+        self.done = done

@@ -90,9 +90,11 @@ class HelperClient:
         opener: Opener,
         timeout: float = DEFAULT_TIMEOUT,
         deadline: float | None = None,
+        codex: str | None = None,
     ) -> None:
         self.name = name
         self.opener = opener
+        self.codex = codex  # the Mac's `codex` executable, when fleet.toml names one
         self.timeout = timeout
         self.deadline = deadline if deadline is not None else timeout
         self.hello: dict[str, Any] | None = None
@@ -140,6 +142,8 @@ class HelperClient:
         try:
             stream.send(payload, self.timeout)
             hello = {"name": self.name, "protocol": PROTOCOL}
+            if self.codex is not None:
+                hello["codex"] = self.codex
             self.hello = self._request(stream, "hello", hello, starting=True)
         except OSError:
             cause = self._died("hello", stream, starting=True)
@@ -236,7 +240,8 @@ class HelperHost(Host):
     def long_poller(self) -> Host:
         client = self.client
         return HelperHost(
-            self.name, HelperClient(self.name, client.opener, client.timeout, client.deadline)
+            self.name,
+            HelperClient(self.name, client.opener, client.timeout, client.deadline, client.codex),
         )
 
     def close(self) -> None:

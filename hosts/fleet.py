@@ -11,6 +11,9 @@
     timeout = 10                 # optional, seconds: the most connecting may cost
     deadline = 5                 # optional, seconds: the most one request may cost; a
                                  # Mac past it is unreachable until it answers again
+    codex = "/opt/codex/bin/codex"   # optional: that Mac's `codex`; else the one on PATH
+
+A top-level `codex = "..."` names this machine's own `codex` the same way.
 
 No file: a fleet of one, this machine, named "office". A file Coop cannot use is one
 FleetError naming the file and, when there is one, the line. paramiko is imported only
@@ -32,7 +35,7 @@ if TYPE_CHECKING:
 DEFAULT_OFFICE = "office"
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_DEADLINE = 5.0
-TOP_KEYS = ("office", "mac")
+TOP_KEYS = ("office", "mac", "codex")
 # key: (types accepted, what the message calls it)
 MAC_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "name": ((str,), "a string"),
@@ -43,6 +46,7 @@ MAC_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "known_hosts": ((str,), "a string"),
     "timeout": ((int, float), "a number of seconds"),
     "deadline": ((int, float), "a number of seconds"),
+    "codex": ((str,), "the path of an executable"),
 }
 # Patterns, compiled on first use: only a file with a mistake needs them.
 MAC_HEADER = r"^\s*\[\[\s*mac\s*\]\]"
@@ -103,7 +107,11 @@ class _Checker:
     def office(self, config: dict[str, Any]) -> str:
         for key in config:
             if key not in TOP_KEYS:
-                raise self.fail(f"unknown setting {key!r} (known: office, [[mac]])", key=key)
+                known = "office, codex, [[mac]]"
+                raise self.fail(f"unknown setting {key!r} (known: {known})", key=key)
+        codex = config.get("codex")
+        if codex is not None and (not isinstance(codex, str) or not codex.strip()):
+            raise self.fail("codex must be the path of an executable", key="codex")
         office = config.get("office", DEFAULT_OFFICE)
         if not isinstance(office, str) or not office.strip():
             raise self.fail("office must be a non-empty string", key="office")
@@ -156,7 +164,8 @@ class _Checker:
 
 
 def read_fleet(path: Path) -> tuple[str, list[dict[str, Any]]]:
-    """The office's name and each Mac's settings, checked; FleetError otherwise."""
+    """The office's name and each Mac's settings, checked, the office's own first (its
+    name and, when given, its `codex`); FleetError otherwise."""
     import tomllib
 
     try:
@@ -171,7 +180,8 @@ def read_fleet(path: Path) -> tuple[str, list[dict[str, Any]]]:
         raise FleetError(f"{path}: not valid TOML: nested too deeply") from None
     checker = _Checker(path, text)
     office = checker.office(config)
-    return office, checker.macs(config, office)
+    own = {"name": office, **({"codex": config["codex"]} if "codex" in config else {})}
+    return office, [own, *checker.macs(config, office)]
 
 
 def load_fleet(home: Path) -> Fleet:
@@ -180,8 +190,8 @@ def load_fleet(home: Path) -> Fleet:
     path = home / "fleet.toml"
     if not path.exists():
         return Fleet(DEFAULT_OFFICE, {DEFAULT_OFFICE: LocalHost(DEFAULT_OFFICE)})
-    office, macs = read_fleet(path)
-    hosts: dict[str, Host] = {office: LocalHost(office)}
+    office, (own, *macs) = read_fleet(path)
+    hosts: dict[str, Host] = {office: LocalHost(office, codex=own.get("codex"))}
     if macs:
         from hosts.ssh import SshHost
 

@@ -131,8 +131,9 @@ class PipeHost(HelperHost):
         python: str = sys.executable,
         cwd: str | None = None,
         deadline: float | None = None,
+        codex: str | None = None,
     ) -> None:
-        super().__init__(name, HelperClient(name, self._open, timeout, deadline))
+        super().__init__(name, HelperClient(name, self._open, timeout, deadline, codex))
         self.env = dict(env or {})
         self.python = python
         self.cwd = cwd

@@ -109,8 +109,10 @@ class SshHost(HelperHost):
         timeout: float = DEFAULT_TIMEOUT,
         deadline: float | None = None,
         ssh_config: str = "~/.ssh/config",
+        codex: str | None = None,
     ) -> None:
-        super().__init__(name, HelperClient(name, self._open_helper, timeout, deadline))
+        client = HelperClient(name, self._open_helper, timeout, deadline, codex)
+        super().__init__(name, client)
         self.host = host
         self.port = port
         self.user = user

@@ -117,13 +117,24 @@ def warn(message: str) -> None:
 
 
 def withdraw(args: argparse.Namespace) -> int:
-    """Take back an envelope that was never sent (pending -> cancelled)."""
+    """Take back an envelope that was never sent (pending -> cancelled), or one sent
+    into a Codex thread's queue that still waits there (-> expired, withdrawn-from-queue,
+    on Codex's own `deleted: true`)."""
     from coop_engine.cli.caller import caller_session, check_decider
+    from coop_engine.loop.withdrawal import withdraw_envelope
 
     engine = open_engine(actor=args.by)
     check_decider(engine, "withdraw", args.by, caller_session())
-    result = engine.withdraw(queries.resolve_outbox_id(args.outbox_id), args.by)
-    print(f"{result['outbox']} withdrawn")
+    outbox_id = queries.resolve_outbox_id(args.outbox_id)
+    fleet = _fleet()
+    try:
+        result = withdraw_envelope(engine, fleet, outbox_id, args.by)
+    finally:
+        fleet.close()
+    if result["state"] == "expired":
+        print(f"{outbox_id} withdrawn from Codex's queue: expired ({result['reason']})")
+    else:
+        print(f"{result['outbox']} withdrawn")
     return 0
 
 
@@ -203,18 +214,16 @@ def invite(args: argparse.Namespace) -> int:
     has it: refused, nothing created. The named Mac cannot be asked: the invitation is
     recorded and waits, with a warning."""
     from coop_engine.dispatching import parse_session_ref
-    from coop_engine.loop.survey import locate_live
+    from coop_engine.loop.survey import locate_live, locate_thread
 
     vendor, native_id = parse_session_ref(args.session)
     fleet = _fleet()
     engine = open_engine(actor="dad")
     try:
         engine.todo(args.todo)  # an unknown todo is refused before any Mac is asked
-        if vendor == "claude":
-            hosts = [fleet.host(args.host)] if args.host else list(fleet.hosts.values())
-            where = locate_live(hosts, native_id, args.session)
-        else:
-            where = {"host": fleet.host(args.host).name, "entry": None, "warning": None}
+        hosts = [fleet.host(args.host)] if args.host else list(fleet.hosts.values())
+        locate = locate_live if vendor == "claude" else locate_thread
+        where = locate(hosts, native_id, args.session)
     finally:
         fleet.close()
     entry = where["entry"] or {}

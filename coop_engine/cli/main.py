@@ -161,7 +161,9 @@ def _resend(sub: Subparsers) -> None:
 
 
 def _withdraw(sub: Subparsers) -> None:
-    withdraw = sub.add_parser("withdraw", help="take back an envelope no byte of which was sent")
+    withdraw = sub.add_parser(
+        "withdraw", help="take back an envelope never sent, or one still in a Codex queue"
+    )
     withdraw.add_argument(
         "outbox_id", type=arguments.envelope_id, help="an envelope id, or the start of one"
     )

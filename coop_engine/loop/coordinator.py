@@ -15,6 +15,7 @@ from coop_engine import pacing
 from coop_engine.engine import Engine
 from coop_engine.errors import CoopError
 from coop_engine.loop.doors.claude import ClaudeDoor
+from coop_engine.loop.doors.codex import CodexDoor
 from coop_engine.loop.surveyed import Surveyed
 from coop_engine.models import Dispatch, Obligation, Outbox, Session
 from coop_engine.policy import verdict_due
@@ -22,6 +23,8 @@ from hosts.mac.errors import HostsError
 from hosts.mac.host import Host, HostError
 
 Log = Callable[[str], None]
+Door = ClaudeDoor | CodexDoor
+DOORS: dict[str, type[Door]] = {"claude": ClaudeDoor, "codex": CodexDoor}  # by vendor
 
 
 def _print(line: str) -> None:
@@ -80,7 +83,7 @@ class Coordinator:
     def chores(self, now: float) -> None:
         """What a pass does on the ledger alone, whichever Macs it asked."""
         for row in self._managed(Outbox.select(Outbox, Session).where(Outbox.state == "pending")):
-            if row.session.host not in self.hosts or row.session.vendor != "claude":
+            if row.session.host not in self.hosts or row.session.vendor not in DOORS:
                 self._step(row, "deliver", self._undeliverable)
         self.sweep_obligations(now)
 
@@ -91,19 +94,29 @@ class Coordinator:
         view = self.views[name]
         in_flight = self._observable(name)
         try:
-            view.take([ClaudeDoor.reading(row) for row in in_flight])
+            view.take([DOORS[row.session.vendor].reading(row) for row in in_flight])
         except HostError as error:
             self.unreachable[name] = error.cause
             return False
         self.unreachable.pop(name, None)
-        door = ClaudeDoor(self.engine, view, self.log)
+        doors = {vendor: door(self.engine, view, self.log) for vendor, door in DOORS.items()}
         if name not in self._reconciled:
-            self.reconcile(door, in_flight)
+            self.reconcile(doors, in_flight)
             self._reconciled.add(name)
+
+        def by_door(step: str) -> Callable[[Outbox], object]:
+            def act(row: Outbox) -> object:
+                door: Door = doors[row.session.vendor]
+                if step == "verdict":
+                    return door.verdict(row, now)
+                return getattr(door, step)(row)
+
+            return act
+
         phases: list[tuple[Callable[[], list[Outbox]], Callable[[Outbox], object], str]] = [
-            (lambda: self._in_state("pending"), door.deliver, "deliver"),
-            (partial(self._observable, name), door.observe, "observe"),
-            (lambda: self._in_state("uncertain"), partial(door.verdict, now=now), "verdict"),
+            (lambda: self._in_state("pending"), by_door("deliver"), "deliver"),
+            (partial(self._observable, name), by_door("observe"), "observe"),
+            (lambda: self._in_state("uncertain"), by_door("verdict"), "verdict"),
         ]
         # Each phase reads the ledger when it starts: what one phase sent, the next observes.
         for rows, act, phase in phases:
@@ -126,7 +139,7 @@ class Coordinator:
         change can move its envelopes (a receipt, an answer, a status)."""
         times = []
         for row in self._in_state("uncertain"):
-            if self._ours(row, name):
+            if self._ours(row, name) and row.session.vendor == "claude":  # Codex: no verdict
                 cursor = row.cursor or {}
                 sent_at = float(cursor.get("sent_at") or 0)
                 times.append(verdict_due(cursor.get("inbound"), sent_at, now, row.held))
@@ -144,23 +157,24 @@ class Coordinator:
                 (Outbox.state == "pending")
                 & (Session.host == name)
                 & (Session.mode == "managed")
-                & (Session.vendor == "claude")
+                & Session.vendor.in_(list(DOORS))
             )
         )
         return bool(pending.exists())
 
     def _ours(self, row: Outbox, name: str) -> bool:
-        return row.session.host == name and row.session.vendor == "claude"
+        return row.session.host == name and row.session.vendor in DOORS
 
     def _in_state(self, state: str) -> list[Outbox]:
         return self._managed(Outbox.select(Outbox, Session).where(Outbox.state == state))
 
-    def reconcile(self, door: ClaudeDoor, in_flight: list[Outbox]) -> None:
+    def reconcile(self, doors: Mapping[str, Door], in_flight: list[Outbox]) -> None:
         """Before a coordinator first sends anything to a Mac, every uncertain envelope
-        there is looked for by its id in the receiver's transcript. Never infer unsent."""
+        there is looked for by its id in the receiver's records (a Codex one in Codex's
+        queue as well). Never infer unsent."""
         for row in in_flight:
             if row.state == "uncertain":
-                self._step(row, "observe", door.observe)
+                self._step(row, "observe", doors[row.session.vendor].observe)
 
     def _step(self, row: Outbox, phase: str, act: Callable[[Outbox], object]) -> None:
         """One envelope's step of a pass. A refusal of Coop's (the ledger's rules, a Mac
@@ -173,7 +187,7 @@ class Coordinator:
 
     def _undeliverable(self, row: Outbox) -> None:
         """Say why an envelope waits when no door can take it, rather than wait silently."""
-        if row.session.vendor != "claude":
+        if row.session.vendor not in DOORS:
             reason = f"No delivery door to {row.session.vendor} chats yet: the envelope waits"
         else:
             reason = f"{row.session.host} is not in the fleet (fleet.toml)"
@@ -190,7 +204,7 @@ class Coordinator:
             .where(
                 (Session.mode == "managed")
                 & (Session.host == name)
-                & (Session.vendor == "claude")
+                & Session.vendor.in_(list(DOORS))
                 & (
                     (Outbox.state == "uncertain")
                     | (

@@ -24,7 +24,14 @@ from coop_engine.models import Dispatch, Session
 from hosts.fleet import Fleet
 from hosts.mac.local import LocalHost
 from hosts.pipe import PipeHost
-from hosts.sim.launch import SimChat, SimFleet, codex_thread
+from hosts.sim.launch import (
+    CODEX_EXECUTABLE,
+    SimChat,
+    SimFleet,
+    SimHolder,
+    codex_holder,
+    codex_thread,
+)
 
 HINT = (
     "try: enter on an envelope · r send again · a adoption · c inspect a chat · i invite"
@@ -53,11 +60,15 @@ class DemoFleet:
             mac: SimFleet(root / mac / "claude", socket_dir=self.sockets / mac) for mac in MACS
         }
         self.codex_home = root / "office" / "codex"
+        self.holders: list[SimHolder] = []
         self.laptop: PipeHost | None = None
 
     def fleet(self) -> Fleet:
         office = LocalHost(
-            "office", config_dir=self.macs["office"].config_dir, codex_home=self.codex_home
+            "office",
+            config_dir=self.macs["office"].config_dir,
+            codex_home=self.codex_home,
+            codex=str(CODEX_EXECUTABLE),
         )
         self.laptop = PipeHost(
             "laptop", env={"CLAUDE_CONFIG_DIR": str(self.macs["laptop"].config_dir)}
@@ -75,10 +86,17 @@ class DemoFleet:
         }
         return self.macs[mac].start("--name", name, "--cwd", str(cwd), *args, env=env)
 
-    def codex_thread(self, *args: str) -> None:
-        codex_thread(self.codex_home, *args)
+    def codex_thread(self, *args: str) -> str:
+        """A saved Codex thread on the office Mac; its id."""
+        return str(codex_thread(self.codex_home, *args)["thread_id"])
+
+    def hold(self, thread_id: str) -> None:
+        """Open the thread, as the Codex app would: it takes its queue every 2 s."""
+        self.holders.append(codex_holder(self.codex_home, thread_id, "--poll", "2"))
 
     def stop(self) -> None:
+        for holder in self.holders:
+            holder.stop()
         for chats in self.macs.values():
             chats.stop_all()
         if self.laptop is not None:
@@ -113,8 +131,11 @@ def stage(demo: DemoFleet, fleet: Fleet, say: Callable[[str], None]) -> None:
     docs = demo.start("laptop", "docs", "--history")
     gone = demo.start("office", "gone")
     gone.kill()  # an exited chat: its registry entry lingers
-    for name in ("importer-refactor", "release-notes"):
+    refactor, notes = (
         demo.codex_thread("--name", name, "--turns", "2")
+        for name in ("importer-refactor", "release-notes")
+    )
+    demo.hold(refactor)  # open in the Codex app: its queue is taken within seconds
     todos = [
         ("Fix the flaky importer test", "importer", importer, "office"),
         ("Get the build green again", "builder", builder, "office"),
@@ -133,6 +154,12 @@ def stage(demo: DemoFleet, fleet: Fleet, say: Callable[[str], None]) -> None:
     engine.resend(invitations["reviewer"], "dad")
     late = engine.add_todo("Update the changelog", project="gone")["id"]
     engine.invite(late, gone.ref, "office")
+    # Codex threads take envelopes through Codex's own queue: the open one runs it, the
+    # saved one keeps it queued until someone opens the thread.
+    split = engine.add_todo("Split the importer module", project="importer-refactor")["id"]
+    engine.invite(split, f"codex:{refactor}", "office")
+    changelog = engine.add_todo("Draft the 2.0 changelog", project="release-notes")["id"]
+    engine.invite(changelog, f"codex:{notes}", "office")
     taken = engine.add_todo("Bump the SDK pin", project="laptop")["id"]
     demo.start("laptop", "taker", "--run", " ".join([*coop_command(), "todo", "take", str(taken)]))
     say("letting the chats answer…")
@@ -147,7 +174,7 @@ def stage(demo: DemoFleet, fleet: Fleet, say: Callable[[str], None]) -> None:
 def _settled() -> bool:
     accepted = Dispatch.select().where(Dispatch.state == "accepted").count()
     takers = Session.select().where(Session.mode == "observed").count()
-    return accepted >= 4 and takers >= 1
+    return accepted >= 5 and takers >= 1
 
 
 class Demo:

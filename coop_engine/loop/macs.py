@@ -68,7 +68,11 @@ class MacWorker:
         self.long_poll_seconds = long_poll_seconds
         self.retry_most = retry_most
         self.wake = threading.Event()
-        self.ledger_news = False  # woken by another's write to the ledger, not by the Mac
+        # Why it was woken: a write to the ledger (which needs a pass only for an envelope
+        # to send), a change on the Mac (which always does), or both at once.
+        self.ledger_news = False
+        self.mac_news = False
+        self._news = threading.Lock()
         self.passes = 0
         self.progress = threading.Condition()  # notified after each pass, answered or not
         self._told: str | None = None  # the unreachable reason last logged
@@ -87,8 +91,24 @@ class MacWorker:
 
     def news(self) -> None:
         """The ledger changed under another process's (or thread's) command."""
-        self.ledger_news = True
+        with self._news:
+            self.ledger_news = True
         self.wake.set()
+
+    def changed(self) -> None:
+        """Something this Mac's survey watches changed: a pass is due, whatever else
+        woke the worker at the same moment."""
+        with self._news:
+            self.mac_news = True
+        self.wake.set()
+
+    def _woken_by(self) -> tuple[bool, bool]:
+        """(ledger, Mac) news since the last asking, taken together: a change arriving
+        after this is kept for the next wake, never lost between the two flags."""
+        with self._news:
+            told = self.ledger_news, self.mac_news
+            self.ledger_news = self.mac_news = False
+        return told
 
     def stop(self) -> None:
         """Wake both threads to see `stopping`; a long-poll in flight is cut off."""
@@ -119,7 +139,8 @@ class MacWorker:
             if self.stopping.is_set():
                 return
             self.wake.clear()
-            news_only, self.ledger_news = woken and self.ledger_news, False
+            from_ledger, from_mac = self._woken_by()
+            news_only = woken and from_ledger and not from_mac
             if news_only and not self._worth_a_pass():
                 continue
             answered = self._pass()
@@ -198,11 +219,11 @@ class MacWorker:
                 # The worker's own survey tells how the Mac is: once, at once; then this
                 # waits for a survey that reached it.
                 if self.coordinator.reachable(self.name):
-                    self.wake.set()
+                    self.changed()
                 self._await_pass(seen, self.retry_most)
                 continue
             if answer["changed"] and self.view.surveys == seen:
-                self.wake.set()
+                self.changed()
                 self._await_pass(seen, self.retry_wait)
         self._poller.close()
 

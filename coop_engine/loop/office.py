@@ -1,8 +1,9 @@
 """The fleet as the app holds it: its Macs by name, and what the app may ask of them.
 
 The app never touches a host: it keeps an `Office`, and every question it puts to a Mac
-(the survey, a chat's inspection, an adoption, the in-process coordinator) goes through
-here and comes back as JSON-able values, a Mac that cannot be asked included.
+(the survey, a chat's inspection, an adoption, a withdrawal, the in-process coordinator)
+goes through here and comes back as JSON-able values, a Mac that cannot be asked
+included.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from coop_engine.engine import Engine
-from coop_engine.loop import resend, survey
+from coop_engine.loop import resend, survey, withdrawal
 from coop_engine.loop.adoption import AdoptionPass
 from coop_engine.loop.serve import Server
 from coop_engine.models import Session
@@ -68,6 +69,11 @@ class Office:
         """Adoption's search and decision for one CLI taker, now."""
         adoption = AdoptionPass(engine, self.fleet.hosts, self.fleet.office, log=lambda line: None)
         return adoption.adopt_one(Session.get_by_id(session_id))
+
+    def withdraw(self, engine: Engine, outbox_id: str, by: str) -> dict[str, Any]:
+        """Withdraw as `coop withdraw` does (loop/withdrawal.py): a CoopError refuses it,
+        a Mac that cannot be asked included."""
+        return withdrawal.withdraw_envelope(engine, self.fleet, outbox_id, by)
 
     def coordinator(self, engine: Engine, home: Path, **options: Any) -> Server:
         """A coordinator over this fleet, for the app to run in a thread."""

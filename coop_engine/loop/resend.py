@@ -31,12 +31,26 @@ def predict_today(hosts: Mapping[str, Host], envelope: dict[str, Any]) -> dict[s
     host = hosts.get(str(envelope["host"]))
     if host is None:
         return _unknown(f"{envelope['host']} is not in the fleet")
-    if vendor != "claude":
-        return _unknown(f"no prediction for {vendor} chats")
     try:
+        if vendor == "codex":
+            return _queued(host.codex_position(native_id))
+        if vendor != "claude":
+            return _unknown(f"no prediction for {vendor} chats")
         return inbound_policy(host.policy_inputs(native_id))
     except HostsError as error:
         return _unknown(str(error))
+
+
+def _queued(position: dict[str, Any]) -> dict[str, Any]:
+    """A Codex thread's queue takes every message; when it runs is what the thread's
+    holder decides: about 10 s while it is open, once it is opened otherwise."""
+    from coop_engine.loop.doors.codex import expectation
+
+    if position["archived"] or not position["exists"]:
+        why = "the thread is archived" if position["archived"] else "no rollout of the thread"
+        return _unknown(why)
+    why = expectation(bool(position["open"]))
+    return {"verdict": "queued", "source": "codex queue", "why": why, "dialog_expiry": None}
 
 
 def look_again(hosts: Mapping[str, Host], envelope: dict[str, Any]) -> dict[str, Any]:

@@ -215,7 +215,7 @@ class Server:
         with self._watching:
             self._wanted = set(paths)
             self._sessions = sessions
-            wake = self.workers[local.name].wake.set
+            wake = self.workers[local.name].changed
             for path in paths:
                 folder = path if path == sessions else os.path.dirname(path)
                 while not os.path.isdir(folder) and os.path.dirname(folder) != folder:

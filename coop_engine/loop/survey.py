@@ -168,6 +168,28 @@ def chat_row(chat: dict[str, Any]) -> dict[str, Any]:
         "dialog_expiry": prediction["dialog_expiry"] if prediction else None,
         "tmux": chat["tmux"],
         "cwd": chat["cwd"],
+        "vendor": "claude",
+    }
+
+
+def thread_row(host: str, thread: dict[str, Any]) -> dict[str, Any]:
+    """A Codex thread as `coop chats --json` shows it: `status` open (some process holds
+    it, and polls its queue) or saved; `inbound` when a message added now would run."""
+    from coop_engine.loop.doors.codex import expectation
+
+    return {
+        "host": host,
+        "session_id": thread["id"],
+        "pid": None,
+        "name": thread["name"],
+        "status": "open" if thread.get("open") else "saved",
+        "socket": None,
+        "inbound": expectation(bool(thread.get("open"))),
+        "inbound_source": "codex queue",
+        "dialog_expiry": None,
+        "tmux": None,
+        "cwd": thread.get("cwd"),
+        "vendor": "codex",
     }
 
 
@@ -176,11 +198,17 @@ def live_chats(hosts: Sequence[Host]) -> tuple[list[dict[str, Any]], list[HostEr
     be asked."""
     rows: list[dict[str, Any]] = []
     failed: list[HostError] = []
-    for answer in ask_each(hosts, lambda host: host.chats(with_policy=True)):
+
+    def ask(host: Host) -> dict[str, Any]:
+        return host.chats(with_policy=True, codex=True)
+
+    for host, answer in zip(hosts, ask_each(hosts, ask), strict=True):
         if isinstance(answer, HostError):
             failed.append(answer)
-        else:
-            rows += [chat_row(chat) for chat in answer["chats"] if chat["live"]]
+            continue
+        rows += [chat_row(chat) for chat in answer["chats"] if chat["live"]]
+        threads = answer["codex"]["threads"]
+        rows += [thread_row(host.name, t) for t in threads if not t["archived"]]
     return rows, failed
 
 
@@ -208,6 +236,35 @@ def locate_live(hosts: Sequence[Host], native_id: str, ref: str) -> dict[str, An
         return {"host": hosts[0].name, "entry": None, "warning": warning}
     missed = "".join(f"; {error.host} could not be asked ({error.cause})" for error in failed)
     raise NotFound(f"No Mac has a live chat {ref} (asked: {asked}{missed})")
+
+
+def locate_thread(hosts: Sequence[Host], native_id: str, ref: str) -> dict[str, Any]:
+    """The Mac where a Codex thread is saved: `{host, entry, warning}` as `locate_live`.
+    An archived thread is refused (Codex would refuse its queue), as is one no Mac has
+    or several Macs have; asking creates nothing."""
+    from coop_engine.errors import Conflict, NotFound
+
+    answers = ask_each(hosts, lambda host: host.find_session("codex", native_id))
+    found = [h for h, a in zip(hosts, answers, strict=True) if isinstance(a, dict) and a["matches"]]
+    archived = [
+        h for h, a in zip(hosts, answers, strict=True) if isinstance(a, dict) and a["archived"]
+    ]
+    failed = [a for a in answers if isinstance(a, HostError)]
+    if len(found) == 1:
+        return {"host": found[0].name, "entry": None, "warning": None}
+    if found:
+        names = ", ".join(host.name for host in found)
+        raise NotFound(f"{ref} is saved on several Macs ({names}); pass --host")
+    if archived:
+        raise Conflict(
+            f"{ref} is archived on {archived[0].name}: `codex unarchive {native_id}` there first"
+        )
+    if len(hosts) == 1 and failed:
+        warning = f"{failed[0]}; the invitation waits until {hosts[0].name} answers"
+        return {"host": hosts[0].name, "entry": None, "warning": warning}
+    asked = ", ".join(host.name for host in hosts)
+    missed = "".join(f"; {error.host} could not be asked ({error.cause})" for error in failed)
+    raise NotFound(f"No Mac has a saved Codex thread {ref} (asked: {asked}{missed})")
 
 
 def find_session(hosts: Sequence[Host], vendor: str, native_id: str) -> dict[str, Any]:

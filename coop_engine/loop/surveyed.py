@@ -15,12 +15,14 @@ from typing import Any
 
 from hosts.mac.host import Host
 
-Reading = tuple[str, int, tuple[str, ...], Any]
+Reading = tuple[str, str, int, tuple[str, ...], Any]
+SCANS = {"claude": "transcript_scan", "codex": "rollout_scan"}  # a door's read, by vendor
 
 
-def reading(session_id: str, offset: int, needles: list[str], inode: Any) -> Reading:
-    """What identifies one transcript read: the session, the offset, the needles."""
-    return (session_id, int(offset), tuple(sorted(needles)), inode)
+def reading(op: str, session_id: str, offset: int, needles: list[str], inode: Any) -> Reading:
+    """What identifies one read of a transcript (or a rollout): the operation, the
+    session, the offset, the needles."""
+    return (op, session_id, int(offset), tuple(sorted(needles)), inode)
 
 
 class Surveyed(Host):
@@ -35,6 +37,7 @@ class Surveyed(Host):
         self.codex_list: list[dict[str, Any]] | None = None
         self.long_poll: str | None = None  # the name of the office's long-poll, when one runs
         self.surveys = 0  # answers taken, so a long-poll can tell a newer survey came
+        self.queue: dict[str, dict[str, Any]] = {}  # Codex envelope -> its queue rows, open
         self._sightings: dict[Reading, dict[str, Any] | None] = {}
 
     def take(self, envelopes: list[dict[str, Any]], codex: bool = False) -> None:
@@ -54,10 +57,17 @@ class Surveyed(Host):
         self.more = bool(answer["more"])
         found = answer["sightings"]
         self._sightings = {
-            reading(e["session_id"], e["offset"], e["needles"], e.get("inode")): found[e["id"]]
+            reading(
+                SCANS[e.get("vendor", "claude")],
+                e["session_id"],
+                e["offset"],
+                e["needles"],
+                e.get("inode"),
+            ): found[e["id"]]
             for e in envelopes
             if e["id"] in found
         }
+        self.queue = answer.get("queue") or {}
         self.surveys += 1
         changes = answer.get("codex")
         if changes is not None:
@@ -79,11 +89,12 @@ class Surveyed(Host):
         return {session_id: live[0] for session_id, live in found.items() if len(live) == 1}
 
     def call(self, op: str, **args: Any) -> Any:
-        if op == "transcript_scan":
-            key = reading(args["session_id"], args["offset"], args["needles"], args.get("inode"))
+        if op in SCANS.values():
+            session_id = str(args.get("session_id") or args.get("thread_id"))
+            key = reading(op, session_id, args["offset"], args["needles"], args.get("inode"))
             if key in self._sightings:
                 chunk = self._sightings.pop(key)
-                return chunk if chunk is not None else _nothing_yet(args["offset"], key[3])
+                return chunk if chunk is not None else _nothing_yet(args["offset"], key[4])
         return self.host.call(op, **args)
 
     def long_poller(self) -> Host:

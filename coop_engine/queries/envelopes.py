@@ -10,7 +10,7 @@ import peewee as pw
 
 from coop_engine.errors import ENVELOPE_ID_TOO_SHORT, NotFound, shown
 from coop_engine.formats import iso
-from coop_engine.models import Dispatch, Event, HostQueue, Outbox, Session
+from coop_engine.models import Dispatch, Event, HostQueue, Outbox, QueueSighting, Session
 from coop_engine.queries.listings import event
 
 OUTBOX_WINDOW = 300
@@ -32,11 +32,22 @@ def facts(row: Outbox, dispatch: Dispatch | None) -> dict[str, str | None]:
     }
 
 
+def codex_queue(row: Outbox) -> dict[str, Any] | None:
+    """What the last survey saw of a Codex envelope in Codex's queue (`queued`, `open`),
+    or None: not a Codex envelope sent and not yet received, or not seen there yet."""
+    if row.session.vendor != "codex" or row.state != "uncertain":
+        return None
+    seen = QueueSighting.get_or_none(QueueSighting.outbox == row.id)
+    return None if seen is None else {"queued": seen.queued, "open": seen.open}
+
+
 def envelope(row: Outbox) -> dict[str, Any]:
     """One envelope as `coop outbox --json` shows it (row joined with its session and
-    dispatch)."""
+    dispatch). `door` is claude or codex; `queued`, for a Codex envelope sent and not
+    yet received, whether its id still waits in Codex's queue (null: not seen yet)."""
     dispatch: Dispatch | None = row.dispatch
     session: Session = row.session
+    seen = codex_queue(row)
     return {
         "id": row.id,
         "kind": row.kind,
@@ -57,6 +68,9 @@ def envelope(row: Outbox) -> dict[str, Any]:
         "resent_from": row.resent_from,
         "created_at": iso(row.created_at),
         "payload": row.payload,
+        "door": session.vendor,
+        "queued": None if seen is None else seen["queued"],
+        "thread_open": None if seen is None else seen["open"],
     }
 
 

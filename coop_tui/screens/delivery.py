@@ -18,7 +18,8 @@ from textual.widgets import Footer, Header, Static
 
 from coop_engine import queries
 from coop_tui import explain
-from coop_tui.messages import ResendRequested
+from coop_tui.decisions import withdrawable
+from coop_tui.messages import ResendRequested, WithdrawRequested
 from coop_tui.screens.base import OfTheApp
 
 
@@ -26,43 +27,72 @@ def _evidence(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False) if value else ""
 
 
-def fact_lines(detail: dict[str, Any]) -> list[tuple[str, str | None, str]]:
-    """(fact, when, evidence) for the five facts, in order."""
-    facts = detail["facts"]
+CLAUDE_SHAPES = {
+    "user": "user entry: a new turn (idle receiver)",
+    "queued_command": "queued_command attachment: absorbed mid-turn (busy receiver)",
+}
+CODEX_SHAPES = {
+    "client-id": "UserMessage with this client id",
+    "marker": "UserMessage ending with the envelope's marker",
+}
+
+
+def transport_words(detail: dict[str, Any]) -> str:
+    """Fact 2's evidence: what the write (Claude) or the add to Codex's queue returned."""
     transport = detail.get("transport_evidence") or {}
+    if not transport:
+        return ""
+    if not transport.get("ok"):
+        return f"{transport.get('stage')}: {transport.get('error')}"
+    if detail.get("door") != "codex":
+        return "socket write returned ok"
+    queued_id = transport.get("queued_id")
+    if transport.get("found_by"):
+        return f"found in Codex's queue by its id after the add's answer was lost (id {queued_id})"
+    if transport.get("fallback"):
+        return f"added to Codex's queue: {transport['fallback']}"
+    return f"added to Codex's queue (id {queued_id}, via {transport.get('via', 'app-server')})"
+
+
+def receipt_words(detail: dict[str, Any]) -> str:
+    """Fact 3's evidence: the entry that proves receipt, or what is known while none is."""
     receipt = detail.get("receipt") or {}
+    if detail.get("door") == "codex":
+        if not receipt:
+            return explain.in_codex_queue(detail) or "no UserMessage with this client id seen yet"
+        shape = CODEX_SHAPES.get(str(receipt.get("shape")), str(receipt.get("shape")))
+        return f"{shape} at byte {receipt.get('offset')} of {receipt.get('rollout')}"
+    if not receipt:
+        return "no peer entry with this id seen yet"
+    shape = CLAUDE_SHAPES.get(str(receipt.get("shape")), "")
+    return f"{shape} at byte {receipt.get('offset')} of {receipt.get('transcript')}"
+
+
+def acceptance_words(detail: dict[str, Any]) -> str:
+    """Fact 4's evidence: the final that carried the answer, its last 160 characters."""
     acceptance = detail.get("acceptance") or {}
+    if not acceptance:
+        return ""
+    final = str(acceptance.get("final", ""))[-160:]
+    if detail.get("door") == "codex":
+        return f"final of turn {acceptance.get('turn_id')}: {final}"
+    return f"final at byte {acceptance.get('offset')}: {final}"
+
+
+def fact_lines(detail: dict[str, Any]) -> list[tuple[str, str | None, str]]:
+    """(fact, when, evidence) for the five facts, in order, in the words of the
+    envelope's door."""
+    facts = detail["facts"]
     dispatch = detail.get("dispatch_detail") or {}
-    shape = {
-        "user": "user entry: a new turn (idle receiver)",
-        "queued_command": "queued_command attachment: absorbed mid-turn (busy receiver)",
-    }
     attempts = "; ".join(
         f"attempt {a['attempt']} on {a['host']}: {a['state']}" for a in detail.get("attempts", [])
     )
-    written = (
-        "socket write returned ok"
-        if transport.get("ok")
-        else (f"{transport.get('stage')}: {transport.get('error')}" if transport else "")
-    )
+    written = transport_words(detail)
     return [
         ("1 stored", facts["stored"], "outbox row committed in the engine's transaction"),
         ("2 transport", facts["transport"], "; ".join(p for p in (written, attempts) if p)),
-        (
-            "3 received",
-            facts["received"],
-            f"{shape.get(str(receipt.get('shape')), '')} at byte {receipt.get('offset')}"
-            f" of {receipt.get('transcript')}"
-            if receipt
-            else "no peer entry with this id seen yet",
-        ),
-        (
-            "4 accepted",
-            facts["accepted"],
-            f"final at byte {acceptance.get('offset')}: {acceptance.get('final', '')[-160:]}"
-            if acceptance
-            else "",
-        ),
+        ("3 received", facts["received"], receipt_words(detail)),
+        ("4 accepted", facts["accepted"], acceptance_words(detail)),
         (
             "5 outcome",
             facts["outcome"],
@@ -87,7 +117,8 @@ def render_detail(detail: dict[str, Any]) -> Group:
         facts.add_row(
             Text(name, style="bold"),
             Text(when or "—", style="green" if when else "dim"),
-            Text(evidence),
+            # Evidence is folded, never cut: a rollout's path is the proof's address.
+            Text(evidence, overflow="fold"),
         )
     inbound = detail.get("inbound")
     prediction = Text(explain.prediction(inbound)) if inbound else Text("not sent yet", style="dim")
@@ -153,6 +184,13 @@ class DeliveryScreen(OfTheApp, Screen[None]):
             id="delivery.resend",
             tooltip="Send this delivery again, once, as Dad",
         ),
+        Binding(
+            "w",
+            "withdraw",
+            "Withdraw",
+            id="delivery.withdraw",
+            tooltip="Take it back as Dad: never sent (cancel), or still in Codex's queue",
+        ),
     ]
 
     def __init__(self, outbox_id: str) -> None:
@@ -181,6 +219,17 @@ class DeliveryScreen(OfTheApp, Screen[None]):
     def show(self, detail: dict[str, Any]) -> None:
         self.detail = detail
         self.query_one("#detail-body", Static).update(render_detail(detail))
+        self.refresh_bindings()  # Withdraw is shown only where it can work
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Withdraw is neither shown nor run unless this envelope can be withdrawn: never
+        sent, or a Codex envelope sent and not yet received."""
+        if action == "withdraw":
+            return self.detail is not None and withdrawable(self.detail)
+        return True
 
     def action_resend(self) -> None:
         self.post_message(ResendRequested(self.outbox_id, done=self.reload))
+
+    def action_withdraw(self) -> None:
+        self.post_message(WithdrawRequested(self.outbox_id, done=self.reload))

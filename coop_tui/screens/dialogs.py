@@ -1,5 +1,5 @@
-"""Modal dialogs that return their answer with `dismiss`: confirm Send again, filter,
-invite."""
+"""Modal dialogs that return their answer with `dismiss`: confirm Send again, confirm
+Withdraw, filter, invite."""
 
 from __future__ import annotations
 
@@ -79,6 +79,61 @@ class ConfirmResend(OfTheApp, ModalScreen[bool]):
             # Nothing is created while the receiver would drop it again.
             self.notify(self.refusal, title="Send again", severity="warning", markup=False)
             return
+        self.dismiss(yes)
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.action_answer(event.button.id == "yes")
+
+
+def withdrawal_words(envelope: dict[str, Any]) -> list[str]:
+    """What Withdraw will do to this envelope, before anything is decided."""
+    if envelope["state"] == "pending":
+        return [
+            "It was never sent: it is cancelled, and an invitation's dispatch with it.",
+        ]
+    thread = envelope["session"].partition(":")[2]
+    lines = [
+        f"Coop asks Codex on {envelope['host']} to delete it from thread {thread[:8]}'s queue.",
+        "Only Codex's answer deleted: true proves it will never run: it then expires"
+        " (withdrawn-from-queue), and Send again may follow, once.",
+        "If Codex already took it, nothing changes: watch for its receipt.",
+    ]
+    where = explain.in_codex_queue(envelope)
+    if where:
+        lines.insert(0, f"Last seen {where}")
+    return lines
+
+
+class ConfirmWithdraw(ModalScreen[bool]):
+    """Withdraw says what it will do (cancel, or ask Codex) before anything is decided."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "y",
+            "answer(True)",
+            "Withdraw",
+            id="withdraw.yes",
+            tooltip="Take the envelope back, as Dad",
+        ),
+        Binding("n,escape", "answer(False)", "Cancel", id="withdraw.no", tooltip="Change nothing"),
+    ]
+
+    def __init__(self, envelope: dict[str, Any]) -> None:
+        super().__init__()
+        self.envelope = envelope
+
+    def compose(self) -> ComposeResult:
+        lines = [Text(line) for line in withdrawal_words(self.envelope)]
+        lines.append(Text("A withdrawal is a decision: it is recorded as Dad's.", style="italic"))
+        with Vertical(id="dialog"):
+            yield Label(Text(f"Withdraw {self.envelope['id'][:8]}?", style="bold"))
+            yield Static(Text("\n").join(lines), id="withdrawal")
+            with Horizontal(classes="buttons"):
+                yield Button("Withdraw (y)", variant="warning", id="yes")
+                yield Button("Cancel (n)", id="no")
+
+    def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
 
     @on(Button.Pressed)

@@ -16,8 +16,12 @@ from coop_tui.widgets.cells import DONE, PENDING, UNKNOWN
 
 FACT_LEGEND = (
     ("S", "stored: the outbox row committed"),
-    ("T", "transport: the socket write returned without an error"),
-    ("R", "received: a peer entry with this id and provenance in the transcript"),
+    ("T", "transport: the socket write returned without an error (Codex: added to its queue)"),
+    (
+        "R",
+        "received: a peer entry with this id and provenance in the transcript"
+        " (Codex: a UserMessage with this client id in the rollout)",
+    ),
     ("A", "accepted: a final carried COOP_ACCEPT with the invitation's nonce"),
     ("O", "outcome: the bound worker reported, or Dad or the chief decided"),
 )
@@ -52,6 +56,15 @@ class HelpScreen(ModalScreen[None]):
             ),
         )
         keys.add_row(
+            Text("w", style="bold"),
+            Text("Withdraw"),
+            Text(
+                "In the delivery detail, shown only where it can work: cancels an envelope"
+                " never sent, or asks Codex to take one back out of its queue",
+                style="dim",
+            ),
+        )
+        keys.add_row(
             Text("ctrl+p", style="bold"),
             Text("Commands"),
             Text("Every action by name", style="dim"),
@@ -73,7 +86,8 @@ class HelpScreen(ModalScreen[None]):
             yield Static(
                 Text(
                     "\nSend again works once, only for a delivery proven lost (expired)."
-                    " Silence proves nothing.",
+                    " Silence proves nothing. A Codex envelope is proven lost only when"
+                    " Codex confirms its withdrawal.",
                     style="italic",
                 )
             )

@@ -50,6 +50,31 @@ def fact_marks(row: dict[str, Any]) -> Text:
     return text
 
 
+def chat(row: dict[str, Any]) -> Text:
+    """The envelope's chat: its id's first characters, with its door when not Claude's
+    (`codex:01a2322c`)."""
+    door, _, native = row["session"].rpartition(":")
+    if door in ("", "claude"):
+        return short(native)
+    return plain(f"{door}:{native[:8]}")
+
+
+QUEUE_WORDS = {True: ("queued in Codex", "yellow"), False: ("taken from the queue", "")}
+
+
+def why(row: dict[str, Any]) -> Text:
+    """Why the envelope is not delivered (yet): its proof of loss, a conflict or a
+    refusal; or, for a Codex envelope between transport and receipt, where it stands in
+    Codex's queue (taken: its receipt should follow)."""
+    said = row.get("reason") or row.get("conflict") or row.get("last_error")
+    if said:
+        return plain(said, "red" if row.get("conflict") else "")
+    in_flight = row.get("door") == "codex" and row["state"] == "uncertain"
+    if in_flight and row.get("queued") in QUEUE_WORDS:
+        return plain(*QUEUE_WORDS[row["queued"]])
+    return plain(None)
+
+
 def reachable(row: dict[str, Any]) -> Text:
     """A Mac: reachable, why not, or still being asked (no answer yet)."""
     if row["reachable"] is None:

@@ -149,25 +149,19 @@ class SessionsPane(LedgerTable):
 
 
 class OutboxPane(LedgerTable):
-    """The newest envelopes: five facts at a glance, age, and why not delivered."""
+    """The newest envelopes: five facts at a glance, age, and why not delivered (for a
+    Codex envelope in flight, whether it still waits in Codex's queue)."""
 
     BORDER_TITLE = "Outbox"
     COLUMNS: ClassVar[list[Column]] = [
         ("id", "ID", lambda r: cells.ordered(r["id"], (r["created_at"], r["id"]))),
         ("kind", "KIND", lambda r: cells.plain(r["kind"])),
         ("todo", "TODO", lambda r: cells.plain(f"#{r['todo']}" if r.get("todo") else None)),
-        ("session", "CHAT", lambda r: cells.short(r["session"].split(":", 1)[-1])),
+        ("session", "CHAT", cells.chat),
         ("state", "STATE", lambda r: cells.state(r["state"])),
         ("facts", "S T R A O", cells.fact_marks),
         ("age", "AGE", lambda r: cells.age(r["created_at"], r.get("_now", 0.0))),
-        (
-            "why",
-            "REASON",
-            lambda r: cells.plain(
-                r.get("reason") or r.get("conflict") or r.get("last_error"),
-                "red" if r.get("conflict") else "",
-            ),
-        ),
+        ("why", "REASON", cells.why),
     ]
 
     def add_newest(self, rows: Iterable[dict[str, Any]], limit: int) -> None:

@@ -30,10 +30,11 @@ class BadRequest(Exception):
     """A request line that is not a request; answered, never fatal."""
 
 
-def host_from_environment(name: str) -> LocalHost:
-    """The LocalHost this Mac's environment describes (CLAUDE_CONFIG_DIR, CODEX_HOME)."""
-    codex = os.environ.get("CODEX_HOME")
-    return LocalHost(name, codex_home=Path(codex).expanduser() if codex else None)
+def host_from_environment(name: str, codex: str | None = None) -> LocalHost:
+    """The LocalHost this Mac's environment describes (CLAUDE_CONFIG_DIR, CODEX_HOME),
+    with the `codex` executable fleet.toml names for it (else the one on PATH)."""
+    home = os.environ.get("CODEX_HOME")
+    return LocalHost(name, codex_home=Path(home).expanduser() if home else None, codex=codex)
 
 
 def _error(
@@ -52,7 +53,10 @@ class Helper:
         name = args.get("name")
         if not isinstance(name, str) or not name:
             raise BadRequest("hello needs this Mac's name")
-        self.host = host_from_environment(name)
+        codex = args.get("codex")
+        if codex is not None and (not isinstance(codex, str) or not codex):
+            raise BadRequest("hello's codex names an executable")
+        self.host = host_from_environment(name, codex)
         return {
             "protocol": PROTOCOL,
             "host": name,

@@ -57,9 +57,10 @@ class Host(ABC):
         """Run one operation of OPERATIONS with JSON-able arguments and result."""
 
     @operation
-    def chats(self, with_policy: bool = False) -> dict[str, Any]:
+    def chats(self, with_policy: bool = False, codex: bool = False) -> dict[str, Any]:
         """Registry entries with liveness and socket verdicts, and skipped files; with
-        `with_policy`, each live chat's inputs to the inbound prediction."""
+        `with_policy`, each live chat's inputs to the inbound prediction; with `codex`,
+        this Mac's Codex thread list too (`codex_threads`), in the same answer."""
 
     @operation
     def target(self, session_id: str) -> dict[str, Any]:
@@ -106,6 +107,38 @@ class Host(ABC):
     def find_session(self, vendor: str, native_id: str) -> dict[str, Any]:
         """Adoption's question to one Mac: how many live chats (Claude) or saved threads
         (Codex) carry this id here."""
+
+    @operation
+    def codex_position(self, thread_id: str) -> dict[str, Any]:
+        """Where the thread's rollout stands (path, size, inode), whether the thread is
+        archived, and whether some process holds it open now (its writer lock)."""
+
+    @operation
+    def codex_queue_add(self, thread_id: str, client_id: str, text: str) -> dict[str, Any]:
+        """Put one message in Codex's queue for the thread, `client_id` the id its
+        receipt will carry (hosts/mac/codex_door.py): the send's transport answer."""
+
+    @operation
+    def codex_queue_delete(self, thread_id: str, queued_id: str) -> dict[str, Any]:
+        """Take a message back out of Codex's queue: `{"deleted": true}` only while it
+        still waited there."""
+
+    @operation
+    def codex_queued(self, thread_id: str) -> dict[str, Any]:
+        """Which client ids still wait in Codex's queue for the thread (queue row ids by
+        client id), and whether the thread is open now."""
+
+    @operation
+    def rollout_scan(
+        self, thread_id: str, offset: int, needles: list[str], inode: int | None = None
+    ) -> dict[str, Any]:
+        """Complete lines of the thread's rollout from `offset` that contain any needle."""
+
+    @operation
+    def rollout_read(
+        self, thread_id: str, offset: int, max_bytes: int, inode: int | None = None
+    ) -> dict[str, Any]:
+        """Complete lines of the thread's rollout from `offset`, at most `max_bytes`."""
 
     @operation
     def health(self) -> dict[str, Any]:

@@ -7,11 +7,12 @@ returns JSON-able values and touches only the standard library.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
 from hosts.mac import native, survey, transcripts
-from hosts.mac.host import OPERATIONS, Host, HostError
+from hosts.mac.host import OPERATIONS, Host, HostError, NativeRefusal
 from hosts.mac.platforms import Platform, current_platform
 from hosts.mac.settings import SettingsReader, default_config_dir
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 MAX_TRANSCRIPT_READ = 16 << 20
+APP_SERVER_IDLE = 60.0  # seconds a `codex app-server` is kept with nothing in flight
 
 
 class LocalHost(Host):
@@ -30,8 +32,10 @@ class LocalHost(Host):
         platform: Platform | None = None,
         managed_dir: Path | None = None,
         codex_home: Path | None = None,
+        codex: str | None = None,
     ) -> None:
         self.name = name
+        self.codex = codex  # the `codex` executable; None: the one on PATH
         self.config_dir = config_dir or default_config_dir()
         self.platform = platform or current_platform()
         self.managed_dir = managed_dir or self.platform.managed_settings_dir
@@ -41,6 +45,8 @@ class LocalHost(Host):
         self._cwds: dict[str, str] = {}  # session id -> cwd, as the last survey read them
         self._long_polls: set[str] = set()  # whose watch files this host keeps
         self._watcher: Any = None  # hosts.mac.watch.Watcher, made on the first long-poll
+        self._app: Any = None  # hosts.mac.codex_door.AppServer, while envelopes are in flight
+        self._app_lock = threading.Lock()  # one request at a time on its stdio, any thread
 
     def call(self, op: str, **args: Any) -> Any:
         if op not in OPERATIONS:
@@ -62,7 +68,7 @@ class LocalHost(Host):
         live = [e for e in self._scan().entries if e.live and e.session_id == session_id]
         return live[0] if len(live) == 1 else None
 
-    def _op_chats(self, with_policy: bool = False) -> dict[str, Any]:
+    def _op_chats(self, with_policy: bool = False, codex: bool = False) -> dict[str, Any]:
         scan = self._scan()
         reader = self._settings_reader() if with_policy else None
         folders: dict[str, str | None] = {}
@@ -85,7 +91,10 @@ class LocalHost(Host):
                 path = self._transcript(str(entry.session_id), data.get("cwd"))
                 chat["policy_inputs"] = reader.inputs(data, path)
             chats.append(chat)
-        return {"host": self.name, "chats": chats, "skipped": scan.skipped}
+        answer: dict[str, Any] = {"host": self.name, "chats": chats, "skipped": scan.skipped}
+        if codex:
+            answer["codex"] = self._op_codex_threads()
+        return answer
 
     def _op_target(self, session_id: str) -> dict[str, Any]:
         return native.target(self.config_dir, self.platform, session_id).as_dict()
@@ -157,12 +166,18 @@ class LocalHost(Host):
     def _codex_home(self) -> str:
         from hosts.mac import codex
 
-        return str(self.codex_home or codex.default_codex_home())
+        # Absolute: the app-server runs with its own working directory.
+        return os.path.abspath(self.codex_home or codex.default_codex_home())
 
     def _op_codex_threads(self) -> dict[str, Any]:
-        from hosts.mac import codex
+        """The thread list, each thread saying whether it is `open` now (held)."""
+        from hosts.mac import codex, codex_door
 
-        return codex.thread_list(self._codex_home())
+        listing = codex.thread_list(self._codex_home())
+        held = codex_door.open_threads(self._codex_home(), self.platform)
+        for thread in listing["threads"]:
+            thread["open"] = thread["id"] in held
+        return listing
 
     def _op_find_session(self, vendor: str, native_id: str) -> dict[str, Any]:
         if vendor == "codex":
@@ -180,13 +195,149 @@ class LocalHost(Host):
             answer.update(status=live[0].data.get("status"), name=live[0].data.get("name"))
         return answer
 
+    # --- the Codex door --------------------------------------------------------------
+
+    def _thread(self, thread_id: str) -> str:
+        from hosts.mac.codex_records import is_thread_id
+
+        if not is_thread_id(thread_id):
+            # Only a UUID-shaped id ever reaches Codex: `exec resume` with a malformed
+            # one silently makes a new thread.
+            raise NativeRefusal(f"{thread_id!r} is not a Codex thread id")
+        return thread_id
+
+    def _rollout(self, thread_id: str) -> dict[str, Any] | None:
+        from hosts.mac import codex_door
+
+        return codex_door.rollout_of(self._codex_home(), self._thread(thread_id))
+
+    def _op_codex_position(self, thread_id: str) -> dict[str, Any]:
+        from hosts.mac import codex_door
+
+        rollout = self._rollout(thread_id)
+        self._codex_executable()  # no codex here to send with: refused before any intent
+        is_open = codex_door.is_open(self._codex_home(), thread_id, self.platform)
+        if rollout is None:
+            return {"exists": False, "path": None, "size": 0, "inode": None, "open": is_open}
+        info = os.stat(rollout["path"])
+        position = {"exists": True, "size": info.st_size, "inode": info.st_ino, "open": is_open}
+        return {**rollout, **position}
+
+    def _codex_executable(self) -> str:
+        import shutil
+
+        found = self.codex or shutil.which("codex")
+        if found is None:
+            raise NativeRefusal(f"no codex executable on {self.name}'s PATH (fleet.toml: codex)")
+        return found
+
+    def _app_server(self) -> Any:
+        from hosts.mac import codex_door
+
+        if self._app is not None and not self._app.alive:
+            self._release_app_server()
+        if self._app is None:
+            self._app = codex_door.AppServer(self._codex_executable(), self._codex_home())
+        return self._app
+
+    def _release_app_server(self) -> None:
+        if self._app is not None:
+            self._app.close()
+            self._app = None
+
+    def _op_codex_queue_add(self, thread_id: str, client_id: str, text: str) -> dict[str, Any]:
+        self._thread(thread_id)
+        with self._app_lock:
+            return self._queue_add(thread_id, client_id, text)
+
+    def _queue_add(self, thread_id: str, client_id: str, text: str) -> dict[str, Any]:
+        from hosts.mac import codex_door
+
+        try:
+            app = self._app_server()
+        except codex_door.AppServerGone as error:
+            # No app-server to ask (an older Codex): nothing left yet; `codex queue`.
+            return self._queue_cli(thread_id, client_id, text, str(error))
+        try:
+            return codex_door.add(app, thread_id, client_id, text)
+        except codex_door.CodexRefused as refused:
+            if refused.no_queue_api:
+                return self._queue_cli(thread_id, client_id, text, str(refused))
+            said = f"Codex refused: {refused}"
+            return {"ok": False, "written": False, "stage": "add", "error": said}
+
+    def _queue_cli(self, thread_id: str, client_id: str, text: str, why: str) -> dict[str, Any]:
+        from hosts.mac import codex_door
+
+        message = f"{text}\n\n{codex_door.marker(client_id)}"
+        executable, home = self._codex_executable(), self._codex_home()
+        sent = codex_door.queue_cli(executable, home, thread_id, message)
+        sent["fallback"] = f"no queue API ({why}): sent by `codex queue`, no client id"
+        return sent
+
+    def _op_codex_queue_delete(self, thread_id: str, queued_id: str) -> dict[str, Any]:
+        from hosts.mac import codex_door
+
+        self._thread(thread_id)
+        try:
+            with self._app_lock:
+                return codex_door.delete(self._app_server(), thread_id, queued_id)
+        except (codex_door.AppServerGone, codex_door.CodexRefused) as error:
+            raise HostError(self.name, f"codex_queue_delete: {error}") from None
+
+    def _op_codex_queued(self, thread_id: str) -> dict[str, Any]:
+        from hosts.mac import codex_door
+
+        home = self._codex_home()
+        waiting = codex_door.queued(home, self._thread(thread_id))
+        return {"queued": waiting, "open": codex_door.is_open(home, thread_id, self.platform)}
+
+    def _op_rollout_scan(
+        self, thread_id: str, offset: int, needles: list[str], inode: int | None = None
+    ) -> dict[str, Any]:
+        rollout = self._rollout(thread_id)
+        wanted = [n.encode() for n in needles]
+        if rollout is not None and rollout["compressed"]:
+            return self._compressed(rollout["path"], offset, wanted)
+        path = None if rollout is None else rollout["path"]
+        return transcripts.scan_for(path, offset, wanted, inode).as_dict()
+
+    def _op_rollout_read(
+        self, thread_id: str, offset: int, max_bytes: int, inode: int | None = None
+    ) -> dict[str, Any]:
+        rollout = self._rollout(thread_id)
+        if rollout is not None and rollout["compressed"]:
+            return self._compressed(rollout["path"], offset, None)
+        path = None if rollout is None else rollout["path"]
+        budget = min(max_bytes, MAX_TRANSCRIPT_READ)
+        return transcripts.read_lines(path, offset, budget, inode).as_dict()
+
+    @staticmethod
+    def _compressed(path: str, offset: int, needles: list[bytes] | None) -> dict[str, Any]:
+        """A compressed rollout read whole; offsets count its content, so a reading
+        carries on across the compression (its inode changed: not a rotation)."""
+        from hosts.mac import codex_door
+
+        lines, end, size = codex_door.compressed_lines(path, offset)
+        if needles is not None:
+            lines = [(at, line) for at, line in lines if any(n in line for n in needles)]
+        chunk = transcripts.Chunk(path, offset, end, size, None)
+        chunk.lines = lines
+        return chunk.as_dict()
+
     # --- the pass's survey and the long-poll ------------------------------------------
 
     def _watched(self, envelopes: list[dict[str, Any]]) -> list[str]:
         """The registry folder and the transcript of each chat with an envelope in flight
         (where it will be, from the chat's cwd at the last survey, when it has none yet)."""
         paths = [os.path.join(self.config_dir, "sessions")]
-        for session_id in sorted({str(e["session_id"]) for e in envelopes}):
+        codex = [e for e in envelopes if e.get("vendor") == "codex"]
+        for thread_id in sorted({str(e["session_id"]) for e in codex}):
+            rollout = self._rollout(thread_id)
+            if rollout is not None:
+                paths.append(rollout["path"])
+        claude = [e for e in envelopes if e.get("vendor") != "codex"]
+        for session_id in sorted({str(e["session_id"]) for e in claude}):
             cwd = self._cwds.get(session_id)
             path = self._transcript(session_id, cwd)
             if path is None and cwd and transcripts.SAFE_SESSION_ID.match(session_id):
@@ -221,7 +372,8 @@ class LocalHost(Host):
         }
 
         def scan(envelope: dict[str, Any]) -> dict[str, Any]:
-            return self._op_transcript_scan(
+            door = self._op_rollout_scan if envelope.get("vendor") == "codex" else None
+            return (door or self._op_transcript_scan)(
                 str(envelope["session_id"]),
                 envelope["offset"],
                 envelope["needles"],
@@ -237,7 +389,29 @@ class LocalHost(Host):
             more=more,
             watch={"paths": paths, "digest": digest},
             codex=None if codex is None else self._codex_changes(codex),
+            queue=self._codex_queues(asked),
         )
+        return answer
+
+    def _codex_queues(self, envelopes: list[dict[str, Any]]) -> dict[str, Any]:
+        """For each Codex envelope sent and not yet received, whether it still waits in
+        Codex's queue and whether its thread is open; the app-server is let go once no
+        envelope is in flight on this Mac and it sat idle a while."""
+        waiting = [e for e in envelopes if e.get("vendor") == "codex" and e.get("queue")]
+        if self._app is not None and not any(e.get("vendor") == "codex" for e in envelopes):
+            with self._app_lock:
+                if (
+                    self._app is not None
+                    and time.monotonic() - self._app.last_used > APP_SERVER_IDLE
+                ):
+                    self._release_app_server()
+        answer: dict[str, Any] = {}
+        for thread_id in sorted({str(e["session_id"]) for e in waiting}):
+            queued = self._op_codex_queued(thread_id)
+            for envelope in waiting:
+                if envelope["session_id"] == thread_id:
+                    ids = queued["queued"].get(str(envelope["id"]), [])
+                    answer[str(envelope["id"])] = {"queued": ids, "open": queued["open"]}
         return answer
 
     def _codex_changes(self, told: str) -> dict[str, Any]:
@@ -270,7 +444,7 @@ class LocalHost(Host):
 
     def long_poller(self) -> LocalHost:
         return LocalHost(
-            self.name, self.config_dir, self.platform, self.managed_dir, self.codex_home
+            self.name, self.config_dir, self.platform, self.managed_dir, self.codex_home, self.codex
         )
 
     def close(self) -> None:
@@ -280,6 +454,8 @@ class LocalHost(Host):
         if self._watcher is not None:
             self._watcher.close()
             self._watcher = None
+        with self._app_lock:
+            self._release_app_server()
 
     def _op_health(self) -> dict[str, Any]:
         import socket

@@ -47,6 +47,11 @@ class Platform(ABC):
     def parent(self, pid: int) -> int | None:
         """The parent pid, or None when the process is gone."""
 
+    @abstractmethod
+    def lock_held(self, path: str) -> bool:
+        """Whether some process holds a lock on the file (Codex's writer lock), asked
+        without taking one: a probe lock would make the thread's holder fail to open."""
+
 
 def _proc_stat_fields(pid: int) -> list[str] | None:
     """Fields 3.. of /proc/<pid>/stat; the command name may hold spaces and parentheses."""
@@ -96,6 +101,22 @@ class LinuxPlatform(Platform):
         if fields is None or len(fields) < 2:
             return None
         return int(fields[1])
+
+    def lock_held(self, path: str) -> bool:
+        try:
+            info = os.stat(path)
+            with open("/proc/locks") as locks:
+                table = locks.read()
+        except OSError:
+            return False
+        # "1: FLOCK  ADVISORY  WRITE 14286 fe:00:2170935 0 EOF": field 6 is the file's
+        # major:minor:inode; a "->" line is a process waiting for the lock, not holding it.
+        major, minor = os.major(info.st_dev), os.minor(info.st_dev)
+        wanted = f"{major:02x}:{minor:02x}:{info.st_ino}"
+        return any(
+            len(fields) >= 8 and fields[1] != "->" and fields[5] == wanted
+            for fields in (line.split() for line in table.splitlines())
+        )
 
 
 def _run_ps(args: list[str]) -> str:
@@ -152,6 +173,21 @@ class MacPlatform(Platform):
     def parent(self, pid: int) -> int | None:
         out = _run_ps(["-o", "ppid=", "-p", str(pid)]).strip()
         return int(out) if out.isdigit() else None
+
+    def lock_held(self, path: str) -> bool:
+        # macOS shows no lock table; the holder keeps its locked file open for as long as
+        # it holds it, and removes the file when it lets go: an open file is a held lock.
+        import subprocess
+
+        if not os.path.exists(path):
+            return False
+        try:
+            found = subprocess.run(
+                ["lsof", "-t", "--", path], capture_output=True, text=True, timeout=10
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+        return any(pid.strip().isdigit() for pid in found.stdout.splitlines())
 
 
 def current_platform() -> Platform:

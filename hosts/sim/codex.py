@@ -21,12 +21,14 @@ import json
 import os
 import re
 import sqlite3
+import struct
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from hosts.sim import codex_state as state
+from hosts.sim.codex_lock import coordination
 from hosts.sim.codex_rollout import (
     CLI_VERSION,
     CLIENTS,
@@ -38,11 +40,12 @@ from hosts.sim.codex_rollout import (
     resume_counts,
     rollout_name,
     uuid7,
-    zstd_frame,
 )
 
 # Any id the file name can carry: tests make bad ids on purpose, never path separators.
 SAFE_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z-]*")
+ZSTD_MAGIC = 0xFD2FB528
+ZSTD_BLOCK = 128 * 1024  # the largest block a frame may hold
 
 
 class UsageError(Exception):
@@ -75,6 +78,7 @@ def create(home: Path, args: argparse.Namespace, now: float) -> dict[str, Any]:
     for n in range(turns):
         rollout.turn(now, f"Simulated prompt {n + 1}", f"Simulated answer {n + 1}.", n == 0)
     os.utime(path, (now, now))  # the file was last written "now", even a --now in the past
+    coordination(home)
     db = None
     if not args.no_state:
         originator, source = CLIENTS[args.client]
@@ -261,3 +265,16 @@ def main(argv: list[str]) -> int:
         return 1
     print(json.dumps(report), flush=True)
     return 0
+
+
+def zstd_frame(data: bytes) -> bytes:
+    """A single zstd frame holding ``data`` in raw (stored) blocks, with its size."""
+    # Frame header: single segment, an 8-byte content size, no checksum, no dictionary.
+    out = bytearray(struct.pack("<IB", ZSTD_MAGIC, 0xE0) + struct.pack("<Q", len(data)))
+    offsets = list(range(0, len(data), ZSTD_BLOCK)) or [0]
+    for i, start in enumerate(offsets):
+        block = data[start : start + ZSTD_BLOCK]
+        last = 1 if i == len(offsets) - 1 else 0
+        header = last | (0 << 1) | (len(block) << 3)  # block type 0: raw
+        out += header.to_bytes(3, "little") + block
+    return bytes(out)

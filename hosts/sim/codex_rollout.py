@@ -5,9 +5,11 @@ each). Line 0 is ``session_meta``; a turn is ``event_msg task_started``, on the 
 turn the developer and environment messages, ``world_state``, ``turn_context`` and
 ``event_msg thread_settings_applied``, then the user's ``response_item`` message,
 ``event_msg item_completed`` for it and for the answer, the assistant ``response_item``,
-``token_usage_record``, ``event_msg token_count`` and ``event_msg task_complete``. Also
-here: UUIDv7 ids and a zstd frame writer for compressed rollouts (stored blocks: what
-``zstd -d`` reads, no compression library needed).
+``token_usage_record``, ``event_msg token_count`` and ``event_msg task_complete``. A
+turn the queue starts on a resumed thread (``queue_turn``) has ``turn_trigger: "queue"``,
+only ``turn_context`` before the user's message, and a ``client_id`` on its
+``UserMessage`` item; one interrupted ends with a ``<turn_aborted>`` user message and
+``event_msg turn_aborted``. Also here: UUIDv7 ids and the rollout's file name.
 """
 
 from __future__ import annotations
@@ -15,25 +17,31 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import struct
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from hosts.sim.codex_shapes import (
+    APPROVAL_POLICY,
+    CONTEXT_WINDOW,
+    MODEL,
+    RATE_LIMITS,
+    TURN_ABORTED,
+    TURN_SETTINGS,
+    USAGE,
+)
+
 CLI_VERSION = "0.171.0"
-MODEL = "codex-sim"
 PROVIDER = "openai"
-CONTEXT_WINDOW = 258400
 # Which program started the thread: (originator, source), as session_meta records them.
 CLIENTS = {
     "tui": ("codex-tui", "cli"),
     "exec": ("codex_exec", "exec"),
     "desktop": ("Codex Desktop", "vscode"),
 }
-ZSTD_MAGIC = 0xFD2FB528
-ZSTD_BLOCK = 128 * 1024  # the largest block a frame may hold
+OPENING_ITEMS = 2
 
 
 def uuid7(now: float | None = None) -> str:
@@ -86,6 +94,14 @@ def resume_counts(path: Path) -> tuple[int, int]:
     return lines, items
 
 
+@dataclass(frozen=True)
+class OpenTurn:
+    """A turn whose opening lines are written: its id and when it started."""
+
+    turn_id: str
+    started: float
+
+
 @dataclass
 class Rollout:
     """Writes one thread's rollout file. ``ordinal`` numbers every line, ``history``
@@ -131,9 +147,72 @@ class Rollout:
 
     def turn(self, now: float, prompt: str, answer: str, first: bool) -> None:
         """One complete turn: the prompt, one assistant answer, the turn's bookkeeping."""
-        turn_id = uuid7(now)
         trigger = "exec" if self.client == "exec" else "user"  # the TUI's value is assumed
-        started = int(now)
+        turn = self._task_started(now, trigger)
+        if first:
+            self._opening(now, turn.turn_id)
+        self._user_input(now, turn, [text_part(prompt)], None)
+        self.finish_turn(now, turn, answer)
+
+    def queue_turn(self, now: float, client_id: str, content: list[dict[str, Any]]) -> OpenTurn:
+        """The first lines of a turn the queue started on a resumed thread, up to the
+        ``UserMessage`` item carrying ``client_id``; ``finish_turn`` writes the rest."""
+        turn = self._task_started(now, "queue")
+        self._turn_context(now, turn.turn_id)
+        self._user_input(now, turn, content, client_id)
+        return turn
+
+    def finish_turn(self, now: float, turn: OpenTurn, answer: str) -> None:
+        """The answer and the turn's bookkeeping, ending with ``task_complete``."""
+        message_id = f"msg_{secrets.token_hex(16)}"
+        agent = {"type": "AgentMessage", "id": message_id}
+        self._item(now, turn.turn_id, {**agent, "content": [{"type": "Text", "text": answer}]})
+        payload = {"type": "message", "status": "completed", "id": message_id}
+        content = [{"type": "output_text", "text": answer, "annotations": []}]
+        self._message(
+            now,
+            turn.turn_id,
+            {**payload, "role": "assistant", "content": content},
+            {"content_item_kinds": ["unknown"]},
+            retained=True,
+        )
+        self._usage(now, turn.turn_id)
+        duration = max(1, int((now - turn.started) * 1000))
+        self._event(
+            now,
+            "task_complete",
+            root_turn_id=turn.turn_id,
+            turn_id=turn.turn_id,
+            last_agent_message=answer,
+            started_at=int(turn.started),
+            completed_at=int(now),
+            duration_ms=duration,
+            time_to_first_token_ms=duration,
+        )
+
+    def abort_turn(self, now: float, turn: OpenTurn) -> None:
+        """End an open turn as interrupted: what a holder closed mid-turn writes."""
+        content = [{"type": "input_text", "text": TURN_ABORTED}]
+        payload = {"type": "message", "id": f"msg_{uuid7(now)}", "role": "user", "content": content}
+        passthrough = {
+            "create_time": now,
+            "content_item_kinds": ["generic.turn_aborted"],
+            "content_item_metadata": [{"provenance": {"type": "harness", "hook": False}}],
+        }
+        self._message(now, turn.turn_id, payload, passthrough, retained=False)
+        self._event(
+            now,
+            "turn_aborted",
+            root_turn_id=turn.turn_id,
+            turn_id=turn.turn_id,
+            reason="interrupted",
+            started_at=int(turn.started),
+            completed_at=int(now),
+            duration_ms=max(1, int((now - turn.started) * 1000)),
+        )
+
+    def _task_started(self, now: float, trigger: str) -> OpenTurn:
+        turn_id = uuid7(now)
         self._event(
             now,
             "task_started",
@@ -146,37 +225,44 @@ class Rollout:
             },
             turn_id=turn_id,
             root_turn_id=turn_id,
-            started_at=started,
+            started_at=int(now),
             model_context_window=CONTEXT_WINDOW,
             collaboration_mode_kind="default",
         )
-        if first:
-            self._opening(now, turn_id)
-        self._message(now, turn_id, "user", "input_text", prompt)
-        for kind, text_type, text in (
-            ("UserMessage", "text", prompt),
-            ("AgentMessage", "Text", answer),
-        ):
-            item = {"type": kind, "id": uuid7(now), "content": [{"type": text_type, "text": text}]}
-            millis = int(now * 1000)
-            self._event(
-                now,
-                "item_completed",
-                thread_id=self.thread_id,
-                turn_id=turn_id,
-                item=item,
-                started_at_ms=millis,
-                completed_at_ms=millis,
-            )
-        self._message(now, turn_id, "assistant", "output_text", answer)
-        usage = {
-            "input_tokens": 10,
-            "cached_input_tokens": 0,
-            "cache_write_input_tokens": 0,
-            "output_tokens": 2,
-            "reasoning_output_tokens": 0,
-            "total_tokens": 12,
+        return OpenTurn(turn_id, now)
+
+    def _user_input(
+        self, now: float, turn: OpenTurn, content: list[dict[str, Any]], client_id: str | None
+    ) -> None:
+        """The user's response item, then its ``UserMessage`` item (with ``client_id``
+        when an app-server client named it)."""
+        parts = [{"type": "input_text", "text": part["text"]} for part in content]
+        passthrough = {
+            "create_time": now,
+            "content_item_kinds": ["user.text"] * len(parts),
+            "content_item_metadata": [{"provenance": {"type": "user"}}] * len(parts),
         }
+        payload = {"type": "message", "id": f"msg_{uuid7(now)}", "role": "user", "content": parts}
+        self._message(now, turn.turn_id, payload, passthrough, retained=True, mcp=True)
+        item: dict[str, Any] = {"type": "UserMessage", "id": uuid7(now)}
+        if client_id is not None:
+            item["client_id"] = client_id
+        self._item(now, turn.turn_id, {**item, "content": content})
+
+    def _item(self, now: float, turn_id: str, item: dict[str, Any]) -> None:
+        millis = int(now * 1000)
+        self._event(
+            now,
+            "item_completed",
+            thread_id=self.thread_id,
+            turn_id=turn_id,
+            item=item,
+            started_at_ms=millis,
+            completed_at_ms=millis,
+        )
+
+    def _usage(self, now: float, turn_id: str) -> None:
+        """``token_usage_record`` and ``event_msg token_count`` for one model call."""
         self._line(
             now,
             "token_usage_record",
@@ -186,30 +272,25 @@ class Rollout:
                 "session_id": self.thread_id,
                 "root_turn_id": turn_id,
                 "response_id": f"resp_{secrets.token_hex(16)}",
-                "usage": usage,
-                "turn_token_usage": usage,
-                "thread_token_usage": usage,
+                "usage": USAGE,
+                "turn_token_usage": USAGE,
+                "thread_token_usage": USAGE,
             },
         )
-        info = {"total_token_usage": usage, "last_token_usage": usage}
-        self._event(now, "token_count", info=info, rate_limits=None)
-        self._event(
-            now,
-            "task_complete",
-            root_turn_id=turn_id,
-            turn_id=turn_id,
-            last_agent_message=answer,
-            started_at=started,
-            completed_at=int(now),
-            duration_ms=1,
-            time_to_first_token_ms=1,
-        )
+        info = {
+            "total_token_usage": USAGE,
+            "last_token_usage": USAGE,
+            "last_usage_includes_reasoning": False,
+            "model_context_window": CONTEXT_WINDOW,
+        }
+        self._event(now, "token_count", info=info, rate_limits=RATE_LIMITS)
 
     def _opening(self, now: float, turn_id: str) -> None:
         """The first turn's context lines: instructions, environment, settings."""
-        self._message(now, turn_id, "developer", "input_text", "<permissions instructions>")
+        developer = [{"type": "input_text", "text": "<permissions instructions>"}]
+        self._context_message(now, turn_id, "developer", developer, mcp=True)
         context = f"<environment_context>\n  <cwd>{self.cwd}</cwd>\n</environment_context>"
-        self._message(now, turn_id, "user", "input_text", context)
+        self._context_message(now, turn_id, "user", [{"type": "input_text", "text": context}])
         local = datetime.fromtimestamp(now).astimezone()
         environment = {"cwd": self.cwd, "status": "available", "shell": "bash"}
         state = {
@@ -221,40 +302,71 @@ class Rollout:
             },
         }
         self._line(now, "world_state", {"full": True, "state": state})
+        self._turn_context(now, turn_id)
         settings = {
             "cwd": self.cwd,
-            "approval_policy": "on-request",
+            "approval_policy": APPROVAL_POLICY,
             "sandbox_policy": {"type": "read-only"},
             "model": MODEL,
+            "model_provider_id": PROVIDER,
         }
+        self._event(
+            now, "thread_settings_applied", thread_id=self.thread_id, thread_settings=settings
+        )
+
+    def _turn_context(self, now: float, turn_id: str) -> None:
+        """The settings a turn runs under, as every turn of 0.171.0 records them."""
         self._line(
             now,
             "turn_context",
-            {"turn_id": turn_id, "root_turn_id": turn_id, **settings, "summary": "none"},
-        )
-        applied = {**settings, "model_provider_id": PROVIDER}
-        self._event(
-            now, "thread_settings_applied", thread_id=self.thread_id, thread_settings=applied
+            {
+                "turn_id": turn_id,
+                "root_turn_id": turn_id,
+                "disabled_plugin_ids": [],
+                "cwd": self.cwd,
+                **TURN_SETTINGS,
+            },
         )
 
-    def _message(self, now: float, turn_id: str, role: str, text_type: str, text: str) -> None:
+    def _context_message(
+        self, now: float, turn_id: str, role: str, content: list[dict[str, Any]], mcp: bool = False
+    ) -> None:
+        payload = {"type": "message", "id": f"msg_{uuid7(now)}", "role": role, "content": content}
+        self._message(now, turn_id, payload, {}, retained=False, mcp=mcp)
+
+    def _message(
+        self,
+        now: float,
+        turn_id: str,
+        payload: dict[str, Any],
+        passthrough: dict[str, Any],
+        retained: bool,
+        mcp: bool = False,
+    ) -> None:
+        """A ``response_item`` with its ``metadata``; the user's and the assistant's
+        messages are "retained" and numbered in ``user_input_order``."""
         self.history += 1
-        metadata = {
+        metadata: dict[str, Any] = {
             "history_sequence": self.history,
             "sampled_through_sequence": self.history - 1,
-            "client_authored": False,
-            "model_search_state": "unused",
         }
+        if retained:
+            metadata["retained_source"] = {
+                "id": {"message_id": payload["id"], "turn_id": turn_id, "role": payload["role"]},
+                "revision": f"retained_{uuid7(now)}",
+                "complete": True,
+            }
+        metadata["client_authored"] = False
+        if retained:
+            metadata["user_input_order"] = max(0, self.history - OPENING_ITEMS - 1)
+        if mcp:
+            metadata["mcp_attribution"] = {"status": "none"}
+        metadata["model_search_state"] = "unused"
+        passthrough = {"turn_id": turn_id, **passthrough}
         self._line(
             now,
             "response_item",
-            {
-                "type": "message",
-                "id": f"msg_{uuid7(now)}",
-                "role": role,
-                "content": [{"type": text_type, "text": text}],
-                "internal_chat_message_metadata_passthrough": {"turn_id": turn_id},
-            },
+            {**payload, "internal_chat_message_metadata_passthrough": passthrough},
             metadata=metadata,
         )
 
@@ -262,14 +374,6 @@ class Rollout:
         self._line(now, "event_msg", {"type": kind, **fields})
 
 
-def zstd_frame(data: bytes) -> bytes:
-    """A single zstd frame holding ``data`` in raw (stored) blocks, with its size."""
-    # Frame header: single segment, an 8-byte content size, no checksum, no dictionary.
-    out = bytearray(struct.pack("<IB", ZSTD_MAGIC, 0xE0) + struct.pack("<Q", len(data)))
-    offsets = list(range(0, len(data), ZSTD_BLOCK)) or [0]
-    for i, start in enumerate(offsets):
-        block = data[start : start + ZSTD_BLOCK]
-        last = 1 if i == len(offsets) - 1 else 0
-        header = last | (0 << 1) | (len(block) << 3)  # block type 0: raw
-        out += header.to_bytes(3, "little") + block
-    return bytes(out)
+def text_part(text: str) -> dict[str, Any]:
+    """One text part of a user message, as items and the queue store it."""
+    return {"type": "text", "text": text, "text_elements": []}

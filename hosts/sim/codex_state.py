@@ -98,7 +98,7 @@ def insert_thread(conn: sqlite3.Connection, row: dict[str, Any]) -> None:
     }
     columns = ", ".join(values)
     marks = ", ".join("?" for _ in values)
-    with _transaction(conn):
+    with transaction(conn):
         conn.execute(
             f"INSERT OR REPLACE INTO threads ({columns}) VALUES ({marks})", list(values.values())
         )
@@ -107,7 +107,7 @@ def insert_thread(conn: sqlite3.Connection, row: dict[str, Any]) -> None:
 def touch_thread(conn: sqlite3.Connection, thread_id: str, now: float, tokens: int) -> None:
     """A turn happened: times and token count move on."""
     millis = int(now * 1000)
-    with _transaction(conn):
+    with transaction(conn):
         conn.execute(
             "UPDATE threads SET updated_at = ?, updated_at_ms = ?, recency_at = ?,"
             " recency_at_ms = ?, tokens_used = tokens_used + ? WHERE id = ?",
@@ -117,20 +117,20 @@ def touch_thread(conn: sqlite3.Connection, thread_id: str, now: float, tokens: i
 
 def set_name(conn: sqlite3.Connection, thread_id: str, name: str) -> None:
     """A rename: the real CLI sets ``name`` and leaves ``updated_at`` alone."""
-    with _transaction(conn):
+    with transaction(conn):
         conn.execute("UPDATE threads SET name = ? WHERE id = ?", (name, thread_id))
 
 
 def set_archived(conn: sqlite3.Connection, thread_id: str, path: str, now: float) -> None:
     """An archive: the flag, the time, and the rollout's new path."""
-    with _transaction(conn):
+    with transaction(conn):
         conn.execute(
             "UPDATE threads SET archived = 1, archived_at = ?, rollout_path = ? WHERE id = ?",
             (int(now), path, thread_id),
         )
 
 
-class _transaction:
+class transaction:
     """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on error) on an autocommit link."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:

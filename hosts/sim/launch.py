@@ -1,5 +1,6 @@
-"""Starting simulated chats and Codex threads as real processes: the one launcher the
-demo and the tests share. Like the rest of `hosts.sim`, it imports nothing of Coop."""
+"""Starting simulated chats, Codex threads and Codex thread holders as real processes:
+the one launcher the demo and the tests share. Like the rest of `hosts.sim`, it imports
+nothing of Coop."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 START_SECONDS = 15.0
+# The simulated `codex` executable: `codex app-server` and `codex queue`.
+CODEX_EXECUTABLE = ROOT / "hosts" / "sim" / "bin" / "codex"
 
 
 @dataclass
@@ -176,3 +179,53 @@ def codex_thread(codex_home: Path, *args: str, env: dict[str, str] | None = None
     )
     thread: dict[str, Any] = json.loads(done.stdout)
     return thread
+
+
+@dataclass
+class SimHolder:
+    """One running `python -m hosts.sim codex-holder` and its ready file's contents."""
+
+    process: subprocess.Popen[str]
+    ready: dict[str, Any]
+
+    @property
+    def pid(self) -> int:
+        return int(self.ready["pid"])
+
+    @property
+    def lock(self) -> Path:
+        return Path(self.ready["lock"])
+
+    def stop(self) -> int:
+        """SIGTERM: the holder lets go cleanly (the lock file goes); its exit status."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(START_SECONDS)
+
+    def kill(self) -> None:
+        """SIGKILL: a turn in progress stays open, the lock file stays behind."""
+        self.process.kill()
+        self.process.wait(START_SECONDS)
+
+
+def codex_holder(
+    codex_home: Path, thread_id: str, *args: str, timeout: float = START_SECONDS
+) -> SimHolder:
+    """A process holding the thread open (`args` as `codex-holder` takes them: --poll,
+    --answer); returns once it holds the writer lock. Raises RuntimeError, with its
+    stderr, when it exits first (another writer, no such thread)."""
+    ready_file = Path(tempfile.mkstemp(prefix="holder", suffix=".ready")[1])
+    ready_file.unlink()
+    command = [sys.executable, "-m", "hosts.sim", "codex-holder", "--codex-home", str(codex_home)]
+    command += ["--thread", thread_id, "--ready-file", str(ready_file), *args]
+    process = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + timeout
+    while not ready_file.exists():
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            _, errors = process.communicate()
+            raise RuntimeError(f"codex-holder for {thread_id} not ready: {errors.strip()}")
+        time.sleep(0.02)
+    ready: dict[str, Any] = json.loads(ready_file.read_text())
+    ready_file.unlink()
+    return SimHolder(process, ready)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import re
 import threading
 import time
 import uuid
@@ -25,6 +26,26 @@ from pathlib import Path
 from typing import Any
 
 ANSWER = "Noted."
+# An invitation's instruction, as Coop's prompt words it: the scripted model takes it.
+INVITATION = re.compile(r"end your reply with: COOP_ACCEPT ([A-Za-z0-9]+)")
+STALL = "COOP-STALL"  # a prompt holding this is never answered (a turn that hangs)
+STALL_SECONDS = 600
+
+
+def answer_for(body: dict[str, Any]) -> str | None:
+    """The reply to the last user message: an invitation is accepted with its nonce;
+    a stalled prompt gets none (None)."""
+    users = [
+        item
+        for item in body.get("input") or []
+        if isinstance(item, dict) and item.get("role") == "user"
+    ]
+    parts = users[-1].get("content") if users else None
+    said = "".join(str(part.get("text") or "") for part in parts or [] if isinstance(part, dict))
+    if STALL in said:
+        return None
+    invited = INVITATION.search(said)
+    return f"I will take it.\n\nCOOP_ACCEPT {invited.group(1)}" if invited else ANSWER
 
 
 def _sse(data: dict[str, Any]) -> bytes:
@@ -115,13 +136,17 @@ class Handler(BaseHTTPRequestHandler):
         if not path.endswith("/responses"):
             self._json(404, {"error": {"message": "not found"}})
             return
+        text = answer_for(body)
+        if text is None:
+            time.sleep(STALL_SECONDS)  # the turn never ends; the holder may be killed
+            return
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Connection", "close")
         self.end_headers()
         self.close_connection = True
-        for event in turn_events(str(body.get("model") or "coop-test-model"), ANSWER):
+        for event in turn_events(str(body.get("model") or "coop-test-model"), text):
             self.wfile.write(_sse(event))
         self.wfile.flush()
 

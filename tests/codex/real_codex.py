@@ -54,28 +54,35 @@ def codex_binary(cache: Path | None = None) -> Path:
     return fetch(PACKAGE, TARBALL, f"codex-{VERSION}", BINARY, cache)
 
 
-def run_driver(binary: Path, root: Path) -> dict[str, Any]:
-    """Run the driver in its own network namespace; returns its result JSON.
+def run_driver(
+    binary: Path,
+    root: Path,
+    driver: Path = DRIVER,
+    timeout: float = DRIVER_TIMEOUT,
+    extra: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """Run a driver (real_driver.py unless named) in its own network namespace; returns
+    its result JSON.
 
     Raises RuntimeError (with the driver's stderr) when it fails or times out."""
     result = root / "result.json"
     netns_file = root / "netns"
-    argv = ["unshare", "-n", sys.executable, str(DRIVER), "--codex", str(binary)]
+    argv = ["unshare", "-n", sys.executable, str(driver), "--codex", str(binary)]
     argv += ["--root", str(root), "--repo", str(REPOSITORY), "--result", str(result)]
-    argv += ["--netns-file", str(netns_file)]
+    argv += ["--netns-file", str(netns_file), *extra]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "OPENAI_"))}
-    driver = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     try:
-        _, stderr = driver.communicate(timeout=DRIVER_TIMEOUT)
+        _, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        driver.kill()
-        _, stderr = driver.communicate()
+        process.kill()
+        _, stderr = process.communicate()
         raise RuntimeError(f"the driver timed out\n{stderr.decode(errors='replace')}") from None
     finally:
         _kill_namespace(netns_file)
-    if driver.returncode != 0 or not result.is_file():
+    if process.returncode != 0 or not result.is_file():
         raise RuntimeError(
-            f"the driver exited {driver.returncode}\n{stderr.decode(errors='replace')[-4000:]}"
+            f"the driver exited {process.returncode}\n{stderr.decode(errors='replace')[-4000:]}"
         )
     value: dict[str, Any] = json.loads(result.read_text())
     return value

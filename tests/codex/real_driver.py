@@ -252,21 +252,37 @@ def drive(codex: str, root: Path, repo: Path) -> dict[str, Any]:
     return out
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+def driver_arguments(doc: str | None, netns_required: bool = True) -> argparse.ArgumentParser:
+    """The arguments every driver takes (real_codex.run_driver passes them); a driver
+    adds its own before parsing."""
+    parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
     parser.add_argument("--codex", required=True)
     parser.add_argument("--root", required=True, type=Path)
     parser.add_argument("--repo", required=True, type=Path)
     parser.add_argument("--result", required=True, type=Path)
-    parser.add_argument("--netns-file", required=True, type=Path)
-    args = parser.parse_args()
-    # The harness kills whatever is left in this namespace, by pid, when we are done.
-    args.netns_file.write_text(os.readlink("/proc/self/ns/net"))
+    parser.add_argument("--netns-file", required=netns_required, type=Path)
+    return parser
+
+
+def enter_namespace(netns_file: Path | None) -> None:
+    """Bring `lo` up; name the namespace so the harness can kill, by pid, whatever is
+    left in it when the driver is done."""
+    if netns_file is not None:
+        netns_file.write_text(os.readlink("/proc/self/ns/net"))
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-    result = drive(args.codex, args.root, args.repo)
-    tmp = args.result.with_name(args.result.name + ".tmp")
+
+
+def write_result(path: Path, result: dict[str, Any]) -> None:
+    """The driver's findings, written whole or not at all."""
+    tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(result))
-    tmp.replace(args.result)
+    tmp.replace(path)
+
+
+def main() -> int:
+    args = driver_arguments(__doc__).parse_args()
+    enter_namespace(args.netns_file)
+    write_result(args.result, drive(args.codex, args.root, args.repo))
     return 0
 
 

@@ -17,7 +17,7 @@ from coop_engine.engine import Engine
 from coop_engine.loop.adoption import AdoptionPass
 from coop_engine.loop.coordinator import Coordinator
 from hosts.mac.local import LocalHost
-from hosts.sim.launch import ROOT, SimFleet
+from hosts.sim.launch import CODEX_EXECUTABLE, ROOT, SimFleet, SimHolder, codex_holder
 
 MACS = ("office", "laptop", "studio")
 
@@ -32,9 +32,15 @@ class Office:
             fleet.config_dir.mkdir(parents=True)
         self.codex_homes = {name: tmp / f"{name}-codex" for name in MACS}
         self.hosts = {
-            name: LocalHost(name, config_dir=fleet.config_dir, codex_home=self.codex_homes[name])
+            name: LocalHost(
+                name,
+                config_dir=fleet.config_dir,
+                codex_home=self.codex_homes[name],
+                codex=str(CODEX_EXECUTABLE),
+            )
             for name, fleet in self.macs.items()
         }
+        self.holders: list[SimHolder] = []
         self.log: list[str] = []
         self.coordinator = Coordinator(self.engine, self.hosts, self.log.append)
         self.adoption = AdoptionPass(self.engine, self.hosts, "office", self.log.append)
@@ -54,6 +60,13 @@ class Office:
         thread: dict[str, Any] = json.loads(result.stdout)
         return thread
 
+    def holder(self, mac: str, thread_id: str, *args: str) -> SimHolder:
+        """A process holding the thread open on that Mac (the Desktop app, say): it
+        polls Codex's queue every 0.2 s unless `args` say otherwise."""
+        holder = codex_holder(self.codex_homes[mac], thread_id, "--poll", "0.2", *args)
+        self.holders.append(holder)
+        return holder
+
     def env(self, mac: str = "office", **extra: str) -> dict[str, str]:
         """The environment a `coop` command on that Mac sees."""
         env = {
@@ -65,5 +78,9 @@ class Office:
         return env
 
     def stop(self) -> None:
+        for holder in self.holders:
+            holder.kill()
+        for host in self.hosts.values():
+            host.close()  # and the `codex app-server` each may have started
         for fleet in self.macs.values():
             fleet.stop_all()

@@ -95,3 +95,38 @@ def test_an_idle_coordinator_makes_no_pass_and_its_reads_wake_nothing(
         with chats[0].transcript.open("a") as transcript:
             transcript.write('{"type":"system","subtype":"note"}\n')
         until(lambda: len(passes) > quiet, "a pass for the transcript written")
+
+
+def test_a_change_on_the_mac_arriving_with_ledger_news_is_not_lost(office: Office) -> None:
+    """The ledger's news alone needs a pass only for an envelope to send; a change on the
+    Mac always does, even when both wake the worker at the same moment."""
+    from coop_engine.loop.macs import MacWorker
+
+    stopping = threading.Event()
+    crashes: list[BaseException] = []
+    worker = MacWorker(
+        "office",
+        office.coordinator,
+        lambda what, step: (step(), True)[1],
+        stopping,
+        HOUR,
+        office.log.append,
+        lambda: None,
+        crashes.append,
+        long_poll=False,
+    ).start()
+    try:
+
+        def passes_reach(count: int) -> bool:
+            with worker.progress:
+                return worker.progress.wait_for(lambda: worker.passes >= count, timeout=15)
+
+        assert passes_reach(1)
+        worker.news()  # nothing to send: alone, this would be no reason for a pass
+        worker.changed()
+        assert passes_reach(2), "the Mac's change was dropped with the ledger's news"
+    finally:
+        stopping.set()
+        worker.stop()
+        worker.join(15)
+    assert crashes == []

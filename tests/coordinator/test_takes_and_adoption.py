@@ -200,12 +200,16 @@ def test_codex_take_is_adopted_where_the_thread_is_saved(office: Office) -> None
     assert result["found"] == "laptop"
     row = Session.get_by_id(session_id)
     assert (row.vendor, row.mode, row.host, row.generation) == ("codex", "managed", "laptop", 2)
-    # Coop has no door into Codex threads yet: the work waits, and says so.
-    office.coordinator.tick()
+    # The work envelope goes through the Codex door into the thread's queue on the
+    # laptop, and the thread's holder takes it.
+    office.holder("laptop", thread)
     (work,) = Outbox.select().where(Outbox.session == session_id)
-    assert (work.state, work.last_error) == (
-        "pending",
-        "No delivery door to codex chats yet: the envelope waits",
+    wait_for(lambda: (office.coordinator.tick(), Outbox.get_by_id(work.id).state)[1] == "delivered")
+    work = Outbox.get_by_id(work.id)
+    assert (work.generation, work.receipt["shape"], work.receipt["host"]) == (
+        2,
+        "client-id",
+        "laptop",
     )
 
 

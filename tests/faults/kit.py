@@ -37,12 +37,20 @@ from coop_engine.delivery import DeliveryCommands
 from coop_engine.engine import Engine
 from coop_engine.loop.coordinator import Coordinator
 from coop_engine.loop.doors.claude import ClaudeDoor
+from coop_engine.loop.doors.codex import CodexDoor
 from coop_engine.loop.surveyed import Surveyed
 from coop_engine.models import TABLES, Outbox
 from hosts.mac.host import Host
 from hosts.mac.local import LocalHost
 from hosts.pipe import PipeHost
-from hosts.sim.launch import SimChat, SimFleet
+from hosts.sim.launch import (
+    CODEX_EXECUTABLE,
+    SimChat,
+    SimFleet,
+    SimHolder,
+    codex_holder,
+    codex_thread,
+)
 
 STAGE: contextvars.ContextVar[str] = contextvars.ContextVar("stage", default="")
 OP: contextvars.ContextVar[str] = contextvars.ContextVar("op", default="")
@@ -177,12 +185,27 @@ SEEN_COMMANDS: Counter[str] = Counter()
 
 
 class Fleet:
-    """The simulated chats every run shares (one per behaviour)."""
+    """The simulated chats every run shares (one per behaviour), and one Codex thread
+    held open by a holder that takes its queue at once."""
 
     def __init__(self, root: Path) -> None:
         self.sims = SimFleet(root / "claude")
         self.sims.config_dir.mkdir(parents=True)
         self.chats: dict[str, SimChat] = {}
+        self.codex_home = root / "codex"
+        self.thread: str | None = None
+        self.holder: SimHolder | None = None
+
+    def codex_thread(self) -> str:
+        if self.thread is None:
+            self.thread = str(codex_thread(self.codex_home)["thread_id"])
+            self.holder = codex_holder(self.codex_home, self.thread, "--poll", "0.05")
+        return self.thread
+
+    def rollout(self) -> Path:
+        assert self.thread is not None
+        (path,) = self.codex_home.glob(f"sessions/**/rollout-*-{self.thread}.jsonl")
+        return path
 
     def chat(self, kind: str) -> SimChat:
         if kind not in self.chats:
@@ -190,6 +213,8 @@ class Fleet:
         return self.chats[kind]
 
     def stop(self) -> None:
+        if self.holder is not None:
+            self.holder.kill()
         self.sims.stop_all()
 
 
@@ -204,10 +229,24 @@ class World:
         self.db = open_ledger(self.home)
         self.ledger = self.home / "coop.db"
         self.engine = Engine(self.db, clock=self.clock, actor="dad")
+        codex = str(CODEX_EXECUTABLE)
         self.host: Host = (
-            PipeHost("office", env={"CLAUDE_CONFIG_DIR": str(fleet.sims.config_dir)})
+            PipeHost(
+                "office",
+                env={
+                    "CLAUDE_CONFIG_DIR": str(fleet.sims.config_dir),
+                    "CODEX_HOME": str(fleet.codex_home),
+                },
+                codex=codex,
+            )
             if through_helper
-            else LocalHost("office", config_dir=fleet.sims.config_dir, managed_dir=root / "managed")
+            else LocalHost(
+                "office",
+                config_dir=fleet.sims.config_dir,
+                managed_dir=root / "managed",
+                codex_home=fleet.codex_home,
+                codex=codex,
+            )
         )
         self.log: list[str] = []
         self.coordinator = Coordinator(self.engine, {"office": self.host}, self.log.append)
@@ -216,6 +255,7 @@ class World:
             kind: chat.frame_log.stat().st_size for kind, chat in fleet.chats.items()
         }
         self.tag = uuid.uuid4().hex[:6]
+        self.rollout_start: int | None = None  # where this run's Codex receipts begin
 
     def close(self) -> None:
         self.host.close()
@@ -224,6 +264,11 @@ class World:
     # the scenario's moves
 
     def invite(self, kind: str) -> str:
+        if kind == "codex":
+            thread = self.fleet.codex_thread()
+            self.rollout_start = self.fleet.rollout().stat().st_size
+            todo = self.engine.add_todo(f"Fault run {self.tag} for a Codex thread")["id"]
+            return str(self.engine.invite(todo, f"codex:{thread}", "office")["outbox"])
         chat = self.fleet.chat(kind)
         self.frame_starts.setdefault(kind, chat.frame_log.stat().st_size)
         # A title of its own: a chat drops an identical body from the same sender.
@@ -247,6 +292,21 @@ class World:
             for line in data.splitlines():
                 if line.strip():
                     found.append(str(json.loads(line)["msg_id"]))
+        return found + self.codex_receipts()
+
+    def codex_receipts(self) -> list[str]:
+        """The client id of every message the Codex thread ran during this run."""
+        if self.rollout_start is None:
+            return []
+        with open(self.fleet.rollout(), "rb") as rollout:
+            rollout.seek(self.rollout_start)
+            data = rollout.read()
+        found = []
+        for line in data.splitlines():
+            payload = json.loads(line).get("payload") or {}
+            item = payload.get("item") or {}
+            if payload.get("type") == "item_completed" and item.get("type") == "UserMessage":
+                found.append(str(item.get("client_id")))
         return found
 
     def tick(self) -> None:
@@ -284,6 +344,7 @@ def instrument(monkeypatch: pytest.MonkeyPatch, world: World) -> None:
 
     for name in ("deliver", "observe", "verdict"):
         staged(ClaudeDoor, name, name)
+        staged(CodexDoor, name, name)
     staged(Surveyed, "take", "survey")
     staged(Coordinator, "refresh_statuses", "statuses")
     staged(Coordinator, "sweep_obligations", "obligations")

@@ -27,8 +27,8 @@ import peewee as pw
 import pytest
 
 from coop_engine.engine import Engine
+from hosts.mac import codex_door, native, platforms, settings, transcripts
 from hosts.mac import local as local_host
-from hosts.mac import native, platforms, settings, transcripts
 from hosts.pipe import PipeStream
 
 from .kit import Fault, World, quick_busy_timeout, write_lock
@@ -223,6 +223,36 @@ def socket_fault(method: str, error: Callable[[], BaseException], partial: bool 
     return inject
 
 
+# --- the Codex door -----------------------------------------------------------------------
+
+
+def app_server_dies_after_add(monkeypatch: pytest.MonkeyPatch, fault: Fault, world: World) -> None:
+    """Codex queued the message and answered; the app-server died before Coop read it."""
+    original = codex_door.AppServer.request
+
+    def request(self: codex_door.AppServer, method: str, *args: Any, **kwargs: Any) -> Any:
+        result = original(self, method, *args, **kwargs)
+        if method == "thread/queue/add" and fault.now("codex_queue_add"):
+            self.proc.kill()
+            self.proc.wait()
+            raise codex_door.AppServerGone("app-server exited (-9)")
+        return result
+
+    monkeypatch.setattr(codex_door.AppServer, "request", request)
+
+
+def queue_unreadable(monkeypatch: pytest.MonkeyPatch, fault: Fault, world: World) -> None:
+    """Codex's queue database cannot be read while the survey reads it."""
+    original = codex_door.queued
+
+    def queued(codex_home: str, thread_id: str) -> dict[str, list[str]]:
+        if fault.now("survey"):
+            raise oserror(errno.EIO)
+        return original(codex_home, thread_id)
+
+    monkeypatch.setattr(codex_door, "queued", queued)
+
+
 # --- the helper protocol ------------------------------------------------------------------
 
 
@@ -308,6 +338,7 @@ POINTS: tuple[Point, ...] = (
     _ledger("record_status", "accept", "statuses", ANY),
     _ledger("sweep_obligations", "obligation", "obligations", ANY),
     _ledger("cancel_stale", "stale", "stale", UNSENT),
+    _ledger("record_queue", "codex", "observe", SENT),
     # The registry, read twice by the engine and a third time where the chat lives.
     _host("registry.list", "target", "accept", "deliver", "EIO", UNSENT,
           module_os(native, "listdir", EIO, "target")),
@@ -348,6 +379,21 @@ POINTS: tuple[Point, ...] = (
           module_os(native, "listdir", EIO, "survey")),
     _host("survey.transcript", "survey", "accept", "survey", "EIO", ANY,
           transcript_read("survey")),
+    # The Codex door: the rollout's position, the add, the rollout read to observe and
+    # to find the answer, Codex's queue read by the survey. A request lost before it left
+    # has no point: no record Coop can read tells it from one Codex took and lost (an
+    # envelope Codex never queued stays uncertain, never inferred unsent).
+    _host("codex.position", "codex_position", "codex", "deliver", "EIO", UNSENT,
+          module_os(local_host, "stat", EIO, "codex_position")),
+    _host("codex.add_answer_died", "codex_queue_add", "codex", "deliver", "killed", SENT,
+          app_server_dies_after_add),
+    _host("rollout.scan", "rollout_scan", "codex", "observe", "EIO", ANY,
+          transcript_read("rollout_scan")),
+    _host("rollout.answer", "rollout_read", "codex", "observe", "EIO", ANY,
+          transcript_read("rollout_read")),
+    _host("survey.codex_queue", "survey", "codex", "survey", "EIO", ANY, queue_unreadable),
+    _host("helper.codex_add_answer_lost", "codex_queue_add", "codex", "deliver", "timeout",
+          SENT, helper_answer_lost("codex_queue_add"), helper=True),
     # The helper protocol, as over ssh: a request lost, an answer lost, a helper dead.
     _host("helper.target_lost", "target", "accept", "deliver", "EPIPE", UNSENT,
           helper_request_lost("target"), helper=True),

@@ -92,6 +92,7 @@ def _socket_private(world: World, outbox: str) -> None:
 
 SCENARIOS: dict[str, Scenario] = {
     "accept": Scenario("accept", _work_delivered),
+    "codex": Scenario("codex", _work_delivered),
     "refusal": Scenario(
         "accept", _work_delivered, before=_socket_open_to_group, heal=_socket_private
     ),

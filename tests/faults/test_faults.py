@@ -34,7 +34,11 @@ from .points import POINTS, Point
 from .scenarios import SCENARIOS, check_frames, first_phase, settle
 
 REPO = Path(__file__).resolve().parents[2]
-CYCLE_SOURCES = ("coop_engine/loop/coordinator.py", "coop_engine/loop/doors/claude.py")
+CYCLE_SOURCES = (
+    "coop_engine/loop/coordinator.py",
+    "coop_engine/loop/doors/claude.py",
+    "coop_engine/loop/doors/codex.py",
+)
 RUNS = [(point, flavour) for point in POINTS for flavour in point.flavours]
 
 

@@ -19,11 +19,13 @@ from sshd_harness import SSHD, ClientKeys, Sshd, remove, short_tmp
 from hosts.mac.host import Host
 from hosts.mac.local import LocalHost
 from hosts.pipe import PipeHost
-from hosts.sim.launch import SimChat, SimFleet
+from hosts.sim.launch import CODEX_EXECUTABLE, SimChat, SimFleet
 from hosts.ssh import SshHost
 
 # The simulator's quick pace (tests/sim/conftest.py uses the same).
 FAST = ("--think", "0.05", "--tool-interval", "0.1", "--busy-seconds", "0.6")
+
+CODEX = str(CODEX_EXECUTABLE)  # the simulated `codex`, as fleet.toml would name it
 
 
 @pytest.fixture(autouse=True)
@@ -145,7 +147,9 @@ def host_on(request: pytest.FixtureRequest, laptop: Mac) -> Iterator[Host]:
     kind = request.param
     host: Host
     if kind == "local":
-        host = LocalHost("laptop", config_dir=laptop.config_dir, codex_home=laptop.codex_home)
+        host = LocalHost(
+            "laptop", config_dir=laptop.config_dir, codex_home=laptop.codex_home, codex=CODEX
+        )
     elif kind.startswith("pipe"):
         env = {"CLAUDE_CONFIG_DIR": str(laptop.config_dir), "CODEX_HOME": str(laptop.codex_home)}
         python = sys.executable
@@ -153,8 +157,8 @@ def host_on(request: pytest.FixtureRequest, laptop: Mac) -> Iterator[Host]:
             python = oldest_python() or ""
             if not python:
                 pytest.skip("no Python 3.9 on this machine to stand in for macOS's stock python3")
-        host = PipeHost("laptop", env=env, python=python)
+        host = PipeHost("laptop", env=env, python=python, codex=CODEX)
     else:
-        host = laptop.ssh_host()
+        host = laptop.ssh_host(codex=CODEX)
     yield host
     host.close()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import pytest_textual_snapshot
+from codexkit import MAC, CodexMac
 from tuikit import Staged, stage
 
 SNAPSHOTS = Path(__file__).resolve().parent.parent / "__snapshots__"
@@ -42,4 +43,16 @@ def staged(workdir: Path) -> Iterator[Staged]:
     try:
         yield fleet
     finally:
+        fleet.close()
+
+
+@pytest.fixture
+def studio(workdir: Path) -> Iterator[tuple[Staged, CodexMac]]:
+    """The staged fleet plus `studio`, a Mac whose Codex home the simulator keeps."""
+    mac = CodexMac()
+    fleet = stage(workdir, hosts={MAC: mac.host})
+    try:
+        yield fleet, mac
+    finally:
+        mac.close()
         fleet.close()

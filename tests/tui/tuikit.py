@@ -35,10 +35,11 @@ from coop_tui.app import CoopApp
 from hosts.fleet import Fleet
 from hosts.mac.host import Host
 from hosts.mac.local import LocalHost
-from hosts.mac.platforms import Platform
+from hosts.mac.platforms import LinuxPlatform, Platform
 from hosts.mac.transcripts import escape_cwd
 
 SIZE = (160, 48)
+TOAST_BAR = "▌"  # each line of a toast begins with it
 # 2026-05-04 09:00:00 UTC: every time the app shows derives from this.
 T0 = 1_777_885_200.0
 BIRTH = "4242"
@@ -86,6 +87,9 @@ class StillPlatform(Platform):
 
     def cmdline(self, pid: int) -> list[str] | None:
         return self.argv.get(pid)
+
+    def lock_held(self, path: str) -> bool:
+        return LinuxPlatform().lock_held(path)  # Codex's writer locks are real files
 
     def parent(self, pid: int) -> int | None:
         return None
@@ -597,6 +601,16 @@ def screen_text(app: Any) -> str:
 def flat(text: str) -> str:
     """Text with runs of whitespace collapsed, for phrases a layout may wrap."""
     return " ".join(text.split())
+
+
+def shows(app: Any, phrase: str) -> bool:
+    """Whether the screen shows the phrase however it was wrapped, in a table's column
+    or in a toast (whose lines begin with its bar): whitespace and bars are ignored."""
+
+    def bare(text: str) -> str:
+        return "".join(text.replace(TOAST_BAR, "").split())
+
+    return bare(phrase) in bare(screen_text(app))
 
 
 async def loaded(pilot: Pilot[None]) -> None:

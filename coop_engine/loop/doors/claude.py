@@ -9,35 +9,23 @@ verdict: only the three reasons of DESIGN.md 5.7 move an uncertain send to expir
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from coop_engine import pacing, receipts
-from coop_engine.engine import Engine
 from coop_engine.errors import Conflict
-from coop_engine.loop.surveyed import Surveyed
+from coop_engine.loop.doors.door import Door
 from coop_engine.models import Dispatch, Outbox
 from coop_engine.policy import delivery_verdict, inbound_policy
 from hosts.mac.host import HostError
 from hosts.mac.native import RECEIVER_CHANGED, NativeRefusal, frame
 
 TURN_READ_BYTES = 8 << 20
-Log = Callable[[str], None]
 
 
-def _quiet(_: str) -> None:
-    pass
-
-
-class ClaudeDoor:
+class ClaudeDoor(Door):
     """The door to one Mac's Claude chats, as that Mac's survey of this pass saw them:
     the verdict reads the registry from the survey, observe reads the sightings the
     survey brought (or the Mac, for what it did not), and a send asks the Mac afresh."""
-
-    def __init__(self, engine: Engine, host: Surveyed, log: Log = _quiet) -> None:
-        self.engine = engine
-        self.host = host
-        self.log = log
 
     # --- sending ----------------------------------------------------------------------
 
@@ -77,19 +65,10 @@ class ClaudeDoor:
         except Conflict:
             return  # another coordinator took this envelope first
         line = frame(native_id, row.id, row.payload["text"]).decode()
-        try:
-            result = self.host.send_frame(first, native_id, line)
-        except HostError as error:
-            # The request may have reached the Mac: bytes may have left. Never infer unsent.
-            result = {"ok": False, "written": True, "stage": "request", "error": str(error)}
-        self.engine.record_transport(row.id, intent["attempt"], result)
-        if result.get("ok"):
-            verdict = prediction["verdict"]
-            where = row.session.ref
-            self.log(f"{row.id[:8]} {row.kind} sent to {where} (uncertain, predicted {verdict})")
-        else:
-            stage, cause = result.get("stage"), result.get("error")
-            self.log(f"{row.id[:8]} {row.kind} send failed at {stage}: {cause}")
+        sent = f"sent to {row.session.ref} (uncertain, predicted {prediction['verdict']})"
+        self._send(
+            row, intent["attempt"], lambda: self.host.send_frame(first, native_id, line), sent
+        )
 
     # --- observing --------------------------------------------------------------------
 
@@ -144,10 +123,6 @@ class ClaudeDoor:
                 resume = stop if stop is not None else resume
         self.engine.advance_cursor(row.id, resume)
 
-    def _conflict(self, row: Outbox, evidence: dict[str, Any]) -> None:
-        self.engine.record_conflict(row.id, evidence)
-        self.log(f"{row.id[:8]} conflict: {evidence['reason']}")
-
     def _receipts(self, row: Outbox, lines: list[tuple[int, str]], path: str | None) -> None:
         receipt_offset = (row.receipt or {}).get("offset")
         state = row.state
@@ -155,17 +130,9 @@ class ClaudeDoor:
             if not seen.is_receipt:
                 reason = "wrong provenance: " + "; ".join(seen.problems)
                 self._conflict(row, {**seen.evidence(), "reason": reason})
-            elif state == "uncertain":
-                self.engine.record_receipt(
-                    row.id, {**seen.evidence(), "host": self.host.name, "transcript": path}
-                )
-                receipt_offset, state = seen.offset, "delivered"
-                self.log(f"{row.id[:8]} {row.kind} received ({seen.shape})")
-            elif state == "delivered" and seen.offset != receipt_offset:
-                reason = f"seen twice: at byte {receipt_offset} and at byte {seen.offset}"
-                self._conflict(row, {**seen.evidence(), "reason": reason})
-            elif state in ("expired", "cancelled", "pending"):
-                self._conflict(row, {**seen.evidence(), "reason": f"received while {state}"})
+                continue
+            evidence = {**seen.evidence(), "host": self.host.name, "transcript": path}
+            receipt_offset, state = self._sighted(row, state, receipt_offset, evidence)
         if state == "uncertain":
             self._held(row, lines)
 
