@@ -199,3 +199,20 @@ class TakeCommands(DispatchCommands):
 
         args = {"session": session_id, "search": search, "refused": refused}
         return self._command("record_adoption_search", fresh_key(f"search:{session_id}"), args, run)
+
+    def dismiss_adoption(self, session_id: int, by: str = "dad") -> dict[str, Any]:
+        """Dad has read this adoption's search record: the review stops showing it. The
+        record itself stays on the session row (only `dismissed_at` is added)."""
+
+        def run(now: float) -> dict[str, Any]:
+            session = self._session(session_id)
+            if not session.adoption:
+                raise Conflict(f"Chat {session.ref} has no adoption search to dismiss")
+            Session.update(adoption={**session.adoption, "dismissed_at": now}).where(
+                Session.id == session_id
+            ).execute()
+            self._event(now, "dismiss_adoption", f"session:{session_id}", None, None, who=by)
+            return {"session": session_id, "dismissed_at": now}
+
+        args = {"session": session_id, "by": by}
+        return self._command("dismiss_adoption", fresh_key(f"dismiss:{session_id}"), args, run)

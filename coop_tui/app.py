@@ -32,6 +32,8 @@ from coop_engine.db import open_ledger
 from coop_engine.engine import Engine
 from coop_engine.loop.office import Office
 from coop_engine.loop.survey import asking
+from coop_engine.queries.status import header_counts, unread_notices
+from coop_tui.attention import Attention
 from coop_tui.commands import CoopCommands
 from coop_tui.coordination import Coordination
 from coop_tui.decisions import Decisions
@@ -72,7 +74,7 @@ class _LedgerWatch(FileSystemEventHandler):
             self.app.post_message(LedgerChanged())
 
 
-class CoopApp(LivePanes, Decisions, Coordination):
+class CoopApp(LivePanes, Decisions, Coordination, Attention):
     CSS_PATH = "coop.tcss"
     TITLE = "Coop"
     SUB_TITLE = "the fleet's deliveries"
@@ -132,8 +134,9 @@ class CoopApp(LivePanes, Decisions, Coordination):
             "filter",
             "Filter",
             id="filter",
-            tooltip="Filter the outbox by state, kind, todo or id",
+            tooltip="Filter the outbox: every word, any column (state, reason, chat, Mac, id)",
         ),
+        Binding("plus", "add_todo", "Add todo", id="add_todo", tooltip="Add a todo, as Dad"),
         Binding(
             "escape",
             "clear_filter",
@@ -182,6 +185,7 @@ class CoopApp(LivePanes, Decisions, Coordination):
         self._trailing: list[Timer] = []
         self.outbox_total = 0
         self._sessions_shown: list[dict[str, Any]] | None = None
+        self.counts: dict[str, int] = {}
 
     # --- layout -------------------------------------------------------------------------
 
@@ -219,7 +223,8 @@ class CoopApp(LivePanes, Decisions, Coordination):
         window = queries.outbox_window()
         sessions = queries.session_rows()
         last = queries.latest_event()
-        self.call_from_thread(self._ledger_opened, engine, window, sessions, last)
+        attention = (header_counts(), unread_notices(0))
+        self.call_from_thread(self._ledger_opened, engine, window, sessions, last, attention)
 
     def _ledger_opened(
         self,
@@ -227,12 +232,14 @@ class CoopApp(LivePanes, Decisions, Coordination):
         window: queries.OutboxWindow,
         sessions: list[dict[str, Any]],
         last: int,
+        attention: tuple[dict[str, int], tuple[int, int]],
     ) -> None:
         self.engine = engine
         if not self._showing():
             return
         self._ledger_ready = True
         self.last_event = last
+        self._attention_read(*attention)
         self.session_rows = sessions
         self._show_window(window)
         self._show_sessions()
@@ -332,10 +339,17 @@ class CoopApp(LivePanes, Decisions, Coordination):
     def _reload_window(self) -> None:
         self._load_window(self.session_filter, self.text_filter)
 
-    @work(thread=True, group="ledger", exit_on_error=False)
+    @work(thread=True, group="filter", exclusive=True, exit_on_error=False)
     def _load_window(self, session_id: int | None, text: str | None) -> None:
         window = queries.outbox_window(session_id, text=text)
-        self.call_from_thread(self._show_window, window)
+        self.call_from_thread(self._show_filtered, window, session_id, text)
+
+    def _show_filtered(
+        self, window: queries.OutboxWindow, session_id: int | None, text: str | None
+    ) -> None:
+        """A window read for an older keystroke (or chat) is dropped: the newest wins."""
+        if (session_id, text) == (self.session_filter, self.text_filter):
+            self._show_window(window)
 
     def action_focus_pane(self, name: str) -> None:
         self.query_one(f"#{name}").focus()
@@ -348,15 +362,24 @@ class CoopApp(LivePanes, Decisions, Coordination):
         self._reload_window()
 
     def action_filter(self) -> None:
+        """The filter applies as it is typed; escape puts back the one before."""
         from coop_tui.screens.dialogs import FilterDialog
 
-        def apply(text: str | None) -> None:
-            if text is None:
-                return
+        before = self.text_filter
+
+        def live(text: str) -> None:
             self.text_filter = text.strip() or None
             self._reload_window()
 
-        self.push_screen(FilterDialog(self.text_filter or ""), apply)
+        def apply(text: str | None) -> None:
+            live((before or "") if text is None else text)
+
+        self.push_screen(FilterDialog(self.text_filter or "", live), apply)
+
+    def action_add_todo(self) -> None:
+        from coop_tui.screens.dialogs import AddTodoDialog
+
+        self.push_screen(AddTodoDialog())
 
     def action_adoption(self) -> None:
         from coop_tui.screens.adoption import AdoptionScreen
@@ -375,6 +398,7 @@ class CoopApp(LivePanes, Decisions, Coordination):
     def action_notifications(self) -> None:
         from coop_tui.screens.notices import NotificationsScreen
 
+        self.notices_read()
         self.push_screen(NotificationsScreen())
 
     def action_help(self) -> None:

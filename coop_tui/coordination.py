@@ -1,7 +1,8 @@
 """The app's coordinator: run one here under the ledger's claim (auto), or watch whoever
-holds it, and say which in the status line. The claim is asked again every few seconds,
-so the line never names a coordinator that is gone, and an app in auto takes over a
-claim its holder let go. Claims are asked in thread workers: on a database server a
+holds it, and say which in the status line and, in a few words, in the header (running,
+with its last pass; stopped, and since when; or none). The claim is asked again every
+few seconds, so neither names a coordinator that is gone, and an app in auto takes over
+a claim its holder let go. Claims are asked in thread workers: on a database server a
 claim is a connection."""
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from textual.app import App
 from coop_engine.db import ledger_fault
 from coop_engine.engine import Engine
 from coop_engine.errors import CoopError
-from coop_engine.loop.claim import RUNNING, Claimed, Look, ledger_claim
+from coop_engine.formats import one_line
+from coop_engine.loop.claim import NONE, RUNNING, STOPPED, Claimed, Look, ago, ledger_claim
 from coop_engine.loop.office import Office
 
 
@@ -42,6 +44,8 @@ class Coordination(App[None]):
     _closing = False
     _attached_to: str | None = None  # the coordinator the status line says it watches
     claim_told = False  # the status line has said who coordinates, at least once
+    coordinator_state = NONE  # running, stopped or none, as the header says it
+    coordinator_words = "coordinator: asking the ledger"  # the header's words for it
 
     def _start_coordinator(self) -> None:
         """Coordinate here (auto) under the ledger's claim, or watch whoever holds it;
@@ -55,8 +59,10 @@ class Coordination(App[None]):
         if self._checking_claim:
             return  # a database server slow to answer costs one waiting thread, not more
         self._checking_claim = True
+        truth: tuple[str, str] | None = None
         try:
             line = self._claim_line()
+            truth = self._truth()
         except Exception as error:
             why = ledger_fault(error) or (str(error) if isinstance(error, CoopError) else None)
             if why is None:
@@ -66,6 +72,28 @@ class Coordination(App[None]):
             self._checking_claim = False
         if line is not None:
             self.call_from_thread(self._claim_told, line)
+        if truth is not None:
+            self.call_from_thread(self._coordinator_told, *truth)
+
+    def _truth(self) -> tuple[str, str] | None:
+        """The header's state and words for the coordinator, asked now: this app's own
+        coordinator from its claim, any other from the ledger's claim and heartbeat."""
+        with self._claim_guard:
+            if self._closing:
+                return None
+            now = time.time()
+            if self._coordinator is not None and self._server is not None:
+                holder = self._server.claim.holder
+                if self._coordinator.is_alive() and holder is not None:
+                    return truth_of(Look(RUNNING, holder), self.office.name, now)
+                return STOPPED, "coordinator in this app stopped: deliveries are not moving"
+            assert self.engine is not None
+            return truth_of(ledger_claim(self.engine.db).look(), self.office.name, now)
+
+    def _coordinator_told(self, state: str, words: str) -> None:
+        self.coordinator_state, self.coordinator_words = state, words
+        if self._showing():
+            self._header()
 
     def _claim_line(self) -> str | None:
         """What the status line says of the coordinator now (None: nothing new). Runs in
@@ -126,4 +154,22 @@ class Coordination(App[None]):
 
         def _showing(self) -> bool: ...
 
+        def _header(self) -> None: ...
+
         def _status(self, text: str) -> None: ...
+
+
+def truth_of(look: Look, office: str, now: float) -> tuple[str, str]:
+    """The coordinator in the header's few words: running (who, last pass N s ago),
+    stopped (who, N s ago: deliveries are not moving) or none (watch only)."""
+    holder = look.holder
+    # The record is a file anyone with the home can write: one line, whatever it says.
+    named = one_line(holder.named(office)) if holder else "a coordinator"
+    if look.state == RUNNING:
+        passed = holder.last_pass_at if holder else None
+        last = "no pass yet" if passed is None else f"last pass {ago(now, passed)}"
+        return RUNNING, f"coordinator running: {named}, {last}"
+    if look.state == STOPPED and holder is not None:
+        seen = ago(now, look.last_sign_of_life() or holder.started_at)
+        return STOPPED, f"coordinator stopped: {named}, last seen {seen}: deliveries are not moving"
+    return NONE, "no coordinator (watch only)"

@@ -5,7 +5,7 @@ Mac surveyed on an interval. Reads run in thread workers; results come back with
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.app import App
@@ -14,6 +14,7 @@ from textual.timer import Timer
 from coop_engine import queries
 from coop_engine.engine import Engine
 from coop_engine.loop.office import Office
+from coop_engine.queries.status import alerts_between, header_counts, unread_notices
 from coop_tui.messages import LedgerChanged
 from coop_tui.widgets.panes import HostsPane, OutboxPane, SessionsPane, merge_live
 
@@ -42,6 +43,7 @@ class LivePanes(App[None]):
     _ledger_ready: bool
     _trailing: list[Timer]
     _sessions_shown: list[dict[str, Any]] | None
+    notices_seen: int
 
     def _showing(self) -> bool:
         """False once the app is closing: a late result has nobody to be shown to."""
@@ -70,13 +72,22 @@ class LivePanes(App[None]):
             set(self.outbox_pane.rows_by_key),
             self.session_filter,
             self.text_filter,
+            self.notices_seen,
         )
 
     @work(thread=True, group="ledger", exit_on_error=False)
     def _refresh(
-        self, last_event: int, shown: set[str], session_id: int | None, text: str | None
+        self,
+        last_event: int,
+        shown: set[str],
+        session_id: int | None,
+        text: str | None,
+        notices_seen: int,
     ) -> None:
         changes = queries.changes_since(last_event)
+        # What moved that needs Dad: the same events, read in the same range.
+        alerts = alerts_between(last_event, changes.last_event)
+        attention = (header_counts(), unread_notices(notices_seen))
         window = None
         fresh = any(row["id"] not in shown for row in changes.envelopes)
         # New envelopes are added as rows; only a burst, or a filter word (matched by
@@ -84,18 +95,22 @@ class LivePanes(App[None]):
         if changes.reload or (fresh and text):
             window = queries.outbox_window(session_id, text=text)
         sessions = queries.session_rows() if changes.sessions else None
-        self.call_from_thread(self._apply, changes, window, sessions)
+        self.call_from_thread(self._apply, changes, window, sessions, attention, alerts)
 
     def _apply(
         self,
         changes: queries.Changes,
         window: queries.OutboxWindow | None,
         sessions: list[dict[str, Any]] | None,
+        attention: tuple[dict[str, int], tuple[int, int]],
+        alerts: list[dict[str, Any]],
     ) -> None:
         self._refreshing = False
         if not self._showing():
             return
         self.last_event = changes.last_event
+        self._attention_read(*attention)
+        self._alert(alerts)
         if window is not None:
             self._show_window(window)
         else:
@@ -106,6 +121,12 @@ class LivePanes(App[None]):
         if self._refresh_again:
             self._refresh_again = False
             self.request_refresh()
+
+    if TYPE_CHECKING:  # the app's attention (attention.py) answers these
+
+        def _attention_read(self, counts: dict[str, int], unread: tuple[int, int]) -> None: ...
+
+        def _alert(self, alerts: list[dict[str, Any]]) -> None: ...
 
     def _patch_outbox(self, changes: queries.Changes) -> None:
         """Shown envelopes change in place; new ones of this scope join the window."""
@@ -149,7 +170,7 @@ class LivePanes(App[None]):
         pane = self.outbox_pane
         for key, row in list(pane.rows_by_key.items()):
             row["_now"] = now
-            pane.update_cell(key, "age", OutboxPane.COLUMNS[6][2](row), update_width=True)
+            pane.update_cell(key, "age", OutboxPane.column("age")(row), update_width=True)
 
     # --- Macs and chats ------------------------------------------------------------------
 

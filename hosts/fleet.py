@@ -13,7 +13,13 @@
                                  # Mac past it is unreachable until it answers again
     codex = "/opt/codex/bin/codex"   # optional: that Mac's `codex`; else the one on PATH
 
-A top-level `codex = "..."` names this machine's own `codex` the same way.
+A top-level `codex = "..."` names this machine's own `codex` the same way. A `[notify]`
+table says which events reach Dad outside the app (a desktop notification, else the
+terminal's bell), while `coop serve` runs:
+
+    [notify]
+    on = ["expired", "conflict", "held", "adoption-refused", "overdue"]   # the default
+    quiet = true                 # optional: nothing outside the app at all
 
 No file: a fleet of one, this machine, named "office". A file Coop cannot use is one
 FleetError naming the file and, when there is one, the line. paramiko is imported only
@@ -23,6 +29,7 @@ when a Mac is configured: `coop chats` on a lone Mac stays as cheap as before.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from hosts.mac.host import Host, HostsError
@@ -35,7 +42,11 @@ if TYPE_CHECKING:
 DEFAULT_OFFICE = "office"
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_DEADLINE = 5.0
-TOP_KEYS = ("office", "mac", "codex")
+TOP_KEYS = ("office", "mac", "codex", "notify")
+# The events that need a decision from Dad, as `[notify] on` names them (the engine's
+# alerts are of these kinds; a test keeps the two lists one).
+NOTIFY_EVENTS = ("expired", "conflict", "held", "adoption-refused", "overdue")
+NOTIFY_KEYS = ("on", "quiet")
 # key: (types accepted, what the message calls it)
 MAC_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "name": ((str,), "a string"),
@@ -51,16 +62,26 @@ MAC_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
 # Patterns, compiled on first use: only a file with a mistake needs them.
 MAC_HEADER = r"^\s*\[\[\s*mac\s*\]\]"
 TABLE_HEADER = r"^\s*\["
+NOTIFY_HEADER = r"^\s*\[\s*notify\s*\]"
 
 
 class FleetError(HostsError):
     """fleet.toml cannot be used; the message names the file and the line."""
 
 
+@dataclass(frozen=True)
+class Notify:
+    """Which events reach Dad outside the app; quiet: none."""
+
+    on: tuple[str, ...] = NOTIFY_EVENTS
+    quiet: bool = False
+
+
 class Fleet:
-    def __init__(self, office: str, hosts: dict[str, Host]) -> None:
+    def __init__(self, office: str, hosts: dict[str, Host], notify: Notify | None = None) -> None:
         self.office = office
         self.hosts = hosts
+        self.notify = notify or Notify()
 
     def host(self, name: str | None) -> Host:
         wanted = name or self.office
@@ -94,6 +115,21 @@ def _line_of(text: str, mac: int | None, key: str | None) -> int | None:
     return None
 
 
+def _line_in_notify(text: str, key: str | None) -> int | None:
+    """The line of `key` in the [notify] table, or of its header when `key` is None."""
+    inside = False
+    for number, line in enumerate(text.splitlines(), start=1):
+        if re.match(NOTIFY_HEADER, line):
+            if key is None:
+                return number
+            inside = True
+        elif re.match(TABLE_HEADER, line):
+            inside = False
+        elif inside and key is not None and re.match(rf"^\s*{re.escape(key)}\s*=", line):
+            return number
+    return None
+
+
 class _Checker:
     def __init__(self, path: Path, text: str) -> None:
         self.path = path
@@ -104,10 +140,36 @@ class _Checker:
         where = f"{self.path}, line {line}" if line else str(self.path)
         return FleetError(f"{where}: {problem}")
 
+    def fail_notify(self, problem: str, key: str | None = None) -> FleetError:
+        line = _line_in_notify(self.text, key) or _line_of(self.text, None, "notify")
+        where = f"{self.path}, line {line}" if line else str(self.path)
+        return FleetError(f"{where}: {problem}")
+
+    def notify(self, config: dict[str, Any]) -> Notify:
+        table = config.get("notify", {})
+        if not isinstance(table, dict):
+            raise self.fail("notify must be a [notify] table", key="notify")
+        for key in table:
+            if key not in NOTIFY_KEYS:
+                known = ", ".join(NOTIFY_KEYS)
+                raise self.fail_notify(f"unknown notify setting {key!r} (known: {known})", key)
+        quiet = table.get("quiet", False)
+        if not isinstance(quiet, bool):
+            raise self.fail_notify(f"quiet must be true or false, not {quiet!r}", "quiet")
+        on = table.get("on", list(NOTIFY_EVENTS))
+        known = ", ".join(NOTIFY_EVENTS)
+        if not isinstance(on, list) or not all(isinstance(event, str) for event in on):
+            raise self.fail_notify(f"on must be a list of events ({known}), not {on!r}", "on")
+        for event in on:
+            if event not in NOTIFY_EVENTS:
+                problem = f"on names an unknown event {event!r} (known: {known})"
+                raise self.fail_notify(problem, "on")
+        return Notify(on=tuple(dict.fromkeys(on)), quiet=quiet)
+
     def office(self, config: dict[str, Any]) -> str:
         for key in config:
             if key not in TOP_KEYS:
-                known = "office, codex, [[mac]]"
+                known = "office, codex, [[mac]], [notify]"
                 raise self.fail(f"unknown setting {key!r} (known: {known})", key=key)
         codex = config.get("codex")
         if codex is not None and (not isinstance(codex, str) or not codex.strip()):
@@ -166,6 +228,12 @@ class _Checker:
 def read_fleet(path: Path) -> tuple[str, list[dict[str, Any]]]:
     """The office's name and each Mac's settings, checked, the office's own first (its
     name and, when given, its `codex`); FleetError otherwise."""
+    office, macs, _ = read_fleet_config(path)
+    return office, macs
+
+
+def read_fleet_config(path: Path) -> tuple[str, list[dict[str, Any]], Notify]:
+    """As read_fleet, and the [notify] table, checked."""
     import tomllib
 
     try:
@@ -181,7 +249,8 @@ def read_fleet(path: Path) -> tuple[str, list[dict[str, Any]]]:
     checker = _Checker(path, text)
     office = checker.office(config)
     own = {"name": office, **({"codex": config["codex"]} if "codex" in config else {})}
-    return office, [own, *checker.macs(config, office)]
+    macs = checker.macs(config, office)
+    return office, [own, *macs], checker.notify(config)
 
 
 def load_fleet(home: Path) -> Fleet:
@@ -190,11 +259,11 @@ def load_fleet(home: Path) -> Fleet:
     path = home / "fleet.toml"
     if not path.exists():
         return Fleet(DEFAULT_OFFICE, {DEFAULT_OFFICE: LocalHost(DEFAULT_OFFICE)})
-    office, (own, *macs) = read_fleet(path)
+    office, (own, *macs), notify = read_fleet_config(path)
     hosts: dict[str, Host] = {office: LocalHost(office, codex=own.get("codex"))}
     if macs:
         from hosts.ssh import SshHost
 
         for mac in macs:
             hosts[mac["name"]] = SshHost(**mac)
-    return Fleet(office=office, hosts=hosts)
+    return Fleet(office=office, hosts=hosts, notify=notify)

@@ -8,11 +8,20 @@ is tested, without Textual.
 from __future__ import annotations
 
 import argparse
+import sys
 
 from coop_engine.home import coop_home, ensure_home
 
 
+def on_a_terminal() -> bool:
+    """Whether both stdin and stdout are a terminal, as the app needs."""
+    return all(stream is not None and stream.isatty() for stream in (sys.stdin, sys.stdout))
+
+
 def tui(args: argparse.Namespace) -> int:
+    if not on_a_terminal():
+        print("coop: the app needs a terminal (stdin and stdout)", file=sys.stderr)
+        return 2
     from coop_engine.loop.office import Office
     from coop_tui.app import CoopApp
 

@@ -323,6 +323,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ["COOP_HOME"] = args.home
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
+        from coop_engine.cli.launcher import on_a_terminal
+
+        if not on_a_terminal():
+            # Piped or scripted: drawing the app would put escape codes into the pipe.
+            sys.stderr.write(build_parser(argv).format_usage())
+            print("coop: the app needs a terminal; name a command", file=sys.stderr)
+            return 2
         # `coop` alone opens the app.
         argv = [*(["--home", args.home] if args.home else []), "tui"]
         args = _parse(argv)

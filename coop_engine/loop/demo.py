@@ -62,6 +62,7 @@ class DemoFleet:
         self.codex_home = root / "office" / "codex"
         self.holders: list[SimHolder] = []
         self.laptop: PipeHost | None = None
+        self.panes = 0
 
     def fleet(self) -> Fleet:
         office = LocalHost(
@@ -79,10 +80,13 @@ class DemoFleet:
         """One simulated chat on `mac`, in a project folder of its own."""
         cwd = self.root / mac / "src" / name
         cwd.mkdir(parents=True, exist_ok=True)
+        self.panes += 1
         env = {
             "CLAUDE_CONFIG_DIR": str(self.macs[mac].config_dir),
             "COOP_HOME": str(self.home),
             "PIPPA_COOP_HOST": mac,
+            # A simulated pane of its own, not the one the app runs in.
+            "COOP_SIM_TMUX": f"{mac}:@{self.panes}.%{self.panes}",
         }
         return self.macs[mac].start("--name", name, "--cwd", str(cwd), *args, env=env)
 

@@ -13,6 +13,9 @@ a write to the ledger's files (a `coop invite` from another process) wakes the w
 that have an envelope to send. Otherwise a Mac sleeps until its next due time (a
 verdict's grace, a paced envelope's turn), the ledger's chores until theirs (an
 obligation, the adoption minute, the heartbeat), each at most `longest` seconds.
+After the chores, each event since the last round that needs a decision from Dad (an
+expiry, a conflict, a hold, a refused adoption, an overdue obligation) goes to the
+notifier (loop/notifier.py), as fleet.toml's `[notify]` allows.
 
 While it runs, the fleet commands of the CLI ask it over the hub (loop/hub.py, answered
 by loop/desk.py) rather than opening connections of their own. SIGTERM or Ctrl-C
@@ -53,7 +56,10 @@ from coop_engine.loop.coordinator import Coordinator
 from coop_engine.loop.desk import Desk
 from coop_engine.loop.hub import Hub, HubError
 from coop_engine.loop.macs import LONG_POLL_SECONDS, RETRY_MOST, MacWorker
+from coop_engine.loop.notifier import Notifier
 from coop_engine.models import Obligation
+from coop_engine.queries import latest_event
+from coop_engine.queries.status import alerts_between
 from hosts.fleet import Fleet
 from hosts.mac.errors import HostsError
 from hosts.mac.local import LocalHost
@@ -146,6 +152,7 @@ class Server:
         claim: LedgerClaim | None = None,
         long_poll_seconds: float = LONG_POLL_SECONDS,
         retry_most: float = RETRY_MOST,
+        notifier: Notifier | None = None,
     ) -> None:
         self.engine = engine
         self.fleet = fleet
@@ -165,6 +172,8 @@ class Server:
         self._watched: dict[str, Any] = {}
         self.claim = claim if claim is not None else ledger_claim(engine.db)
         self.refusals = Refusals(log)
+        self.notifier = notifier if notifier is not None else Notifier(fleet.notify)
+        self._told_upto: int | None = None  # the last event the notifier was shown
         self.failure: str | None = None  # why the coordinator stopped on its own, if it did
         self.workers = {
             name: MacWorker(
@@ -362,6 +371,7 @@ class Server:
             self.wake.clear()  # a change during this round wakes the next one at once
             started = time.monotonic()
             self._guarded("the ledger's chores", self._chores)
+            self._guarded("the notifier", self._tell)
             if news:
                 for worker in self.workers.values():
                     worker.news()
@@ -381,6 +391,25 @@ class Server:
     def _chores(self) -> None:
         self.coordinator.cancel_stale()
         self.coordinator.chores(self.engine.clock())
+
+    def _tell(self) -> None:
+        """The alerts since the last round, to the notifier, in a thread of their own: a
+        slow notifier never holds up the loop. The history before serve started is not
+        news."""
+        if self._told_upto is None:
+            self._told_upto = latest_event()
+            return
+        upto = latest_event()
+        if upto <= self._told_upto:
+            return
+        alerts = [a for a in alerts_between(self._told_upto, upto) if self.notifier.wants(a)]
+        self._told_upto = upto
+        if alerts:
+            threading.Thread(
+                target=lambda: [self.notifier.tell(alert) for alert in alerts],
+                name="notifier",
+                daemon=True,
+            ).start()
 
     def _next_obligation(self) -> float | None:
         """When the next open obligation falls due (the ledger's clock)."""

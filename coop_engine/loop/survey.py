@@ -245,13 +245,16 @@ def locate_thread(hosts: Sequence[Host], native_id: str, ref: str) -> dict[str, 
     from coop_engine.errors import Conflict, NotFound
 
     answers = ask_each(hosts, lambda host: host.find_session("codex", native_id))
-    found = [h for h, a in zip(hosts, answers, strict=True) if isinstance(a, dict) and a["matches"]]
+    saved = [(h, a) for h, a in zip(hosts, answers, strict=True) if isinstance(a, dict)]
+    found = [h for h, a in saved if a["matches"]]
     archived = [
         h for h, a in zip(hosts, answers, strict=True) if isinstance(a, dict) and a["archived"]
     ]
     failed = [a for a in answers if isinstance(a, HostError)]
     if len(found) == 1:
-        return {"host": found[0].name, "entry": None, "warning": None}
+        (answer,) = [a for h, a in saved if h is found[0]]
+        entry = {"name": answer.get("name"), "cwd": answer.get("cwd")}
+        return {"host": found[0].name, "entry": entry, "warning": None}
     if found:
         names = ", ".join(host.name for host in found)
         raise NotFound(f"{ref} is saved on several Macs ({names}); pass --host")

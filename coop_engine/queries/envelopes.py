@@ -10,7 +10,15 @@ import peewee as pw
 
 from coop_engine.errors import ENVELOPE_ID_TOO_SHORT, NotFound, shown
 from coop_engine.formats import iso
-from coop_engine.models import Dispatch, Event, HostQueue, Outbox, QueueSighting, Session
+from coop_engine.models import (
+    Dispatch,
+    Event,
+    HostQueue,
+    Outbox,
+    QueueSighting,
+    Session,
+    database,
+)
 from coop_engine.queries.listings import event
 
 OUTBOX_WINDOW = 300
@@ -131,31 +139,75 @@ class OutboxWindow:
     session_id: int | None = None
 
 
-def _matching(text: str) -> pw.Expression:
-    """A filter word: a state, a kind, a todo (#12 or 12), or the start of an envelope's
-    or a chat's id."""
-    word = text.strip().lstrip("#")
-    condition = (Outbox.state == word) | (Outbox.kind == word) | Outbox.id.startswith(word)
-    condition |= Session.native_id.startswith(word)
-    if word.isdigit():
-        condition |= Dispatch.todo == int(word)
+def _like(field: pw.Node, template: str, term: str) -> pw.Expression:
+    """`field` ILIKE the template around `term`, its wildcards taken literally. The
+    pattern is not converted: a JSON field would quote it as a document."""
+    escaped = term.replace("\\", "\\\\").replace("_", "\\_").replace("%", "\\%")
+    pattern = pw.NodeList(
+        (
+            pw.Value(template.format(escaped), converter=False),
+            pw.SQL("ESCAPE"),
+            pw.Value("\\", converter=False),
+        )
+    )
+    return pw.Expression(field, pw.OP.ILIKE, pattern)
+
+
+def _reason() -> pw.Node:
+    """The reason inside an expiry's evidence (a JSON document stored as text), read by
+    the ledger's own JSON function: a LIKE over the document would match its evidence."""
+    if isinstance(database.obj, pw.PostgresqlDatabase):
+        return pw.fn.json_extract_path_text(Outbox.expiry.cast("json"), "reason").coerce(False)
+    return pw.fn.json_extract(Outbox.expiry, "$.reason").coerce(False)
+
+
+def _term(term: str) -> pw.Expression:
+    """One filter word, any case, against every column the outbox shows: the state, the
+    kind, the reason (or conflict, or error), the chat's Mac and name, the start of the
+    envelope's or the chat's id, and a todo (`#12` is the todo only; `12` also an id)."""
+    if term.startswith("#") and term[1:].isdigit():
+        return Dispatch.todo == int(term[1:])
+    condition = (
+        _like(Outbox.state, "%{}%", term)
+        | _like(Outbox.kind, "%{}%", term)
+        | _like(Outbox.id, "{}%", term)
+        | _like(Session.native_id, "{}%", term)
+        | _like(Session.vendor, "{}%", term)
+        | _like(Session.host, "%{}%", term)
+        | _like(Session.name, "%{}%", term)
+        | _like(Outbox.conflict, "%{}%", term)
+        | _like(Outbox.last_error, "%{}%", term)
+        | _like(_reason(), "%{}%", term)
+    )
+    if term.isdigit():
+        condition |= Dispatch.todo == int(term)
+    return condition
+
+
+def _matching(text: str) -> pw.Expression | None:
+    """Every word of the filter must match (`expired laptop`: expired and on the laptop);
+    None when the text has no word."""
+    condition: pw.Expression | None = None
+    for term in text.split():
+        condition = _term(term) if condition is None else condition & _term(term)
     return condition
 
 
 def outbox_window(
     session_id: int | None = None, limit: int = OUTBOX_WINDOW, text: str | None = None
 ) -> OutboxWindow:
-    """The newest envelopes (of one chat, or matching a filter word), newest first. Its
-    cost stays the same at a hundred envelopes and at a hundred thousand."""
+    """The newest envelopes (of one chat, or matching every word of a filter), newest
+    first. Its cost stays the same at a hundred envelopes and at a hundred thousand."""
     query = _joined()
+    matching = _matching(text or "")
     # Without a filter word, count the outbox alone: no join over the whole history.
-    count = _joined() if text else Outbox.select()
+    count = _joined() if matching is not None else Outbox.select()
     if session_id is not None:
         query = query.where(Outbox.session == session_id)
         count = count.where(Outbox.session == session_id)
-    if text:
-        query = query.where(_matching(text))
-        count = count.where(_matching(text))
+    if matching is not None:
+        query = query.where(matching)
+        count = count.where(matching)
     rows = query.order_by(Outbox.created_at.desc(), Outbox.id.desc()).limit(limit)
     return OutboxWindow([envelope(row) for row in rows], count.count(), session_id)
 
@@ -206,7 +258,28 @@ def delivery_detail(outbox_id: str) -> dict[str, Any]:
         "expiry": stored.expiry,
         "cursor": stored.cursor,
         "dispatch_detail": _dispatch(stored.dispatch_id),
+        **_invitation_of(stored),
     }
+
+
+def _invitation_of(work: Outbox) -> dict[str, Any]:
+    """For a work envelope, the invitation whose acceptance fact 4 is (its id, and the
+    final that carried the acceptance); nothing for other kinds."""
+    if work.kind != "work" or work.dispatch_id is None:
+        return {}
+    invitation = (
+        Outbox.select()
+        .where(
+            (Outbox.dispatch == work.dispatch_id)
+            & (Outbox.kind == "invitation")
+            & Outbox.accepted_at.is_null(False)
+        )
+        .order_by(Outbox.accepted_at)
+        .first()
+    )
+    if invitation is None:
+        return {"invitation": None, "invitation_acceptance": None}
+    return {"invitation": invitation.id, "invitation_acceptance": invitation.acceptance}
 
 
 def _resend_chain(envelope: Outbox) -> list[dict[str, Any]]:

@@ -6,6 +6,7 @@ from typing import Any
 
 from coop_engine.formats import iso
 from coop_engine.models import Binding, Dispatch, Event, Notification, Obligation, Session, Todo
+from coop_engine.queries.status import place
 
 
 def session(row: Session) -> dict[str, Any]:
@@ -48,14 +49,23 @@ def session_rows() -> list[dict[str, Any]]:
 
 
 def cli_takers() -> list[dict[str, Any]]:
-    """CLI takers for the adoption review: observed compatibility rows, newest first."""
+    """CLI takers for the adoption review, newest first: observed compatibility rows, and
+    every chat whose adoption search Dad has not dismissed (an adopted chat is managed
+    now, yet where it was searched stays on its row until dismissed)."""
     bound = _active_todos()
     query = Session.select().where(
-        (Session.mode == "observed") & (Session.surface == "compatibility")
+        ((Session.mode == "observed") & (Session.surface == "compatibility"))
+        | Session.adoption.is_null(False)
     )
     return [
-        {**session(row), "todos": bound.get(row.id, []), "last_tried_at": iso(row.last_tried_at)}
+        {
+            **session(row),
+            "todos": bound.get(row.id, []),
+            "last_tried_at": iso(row.last_tried_at),
+            "searched_at": iso((row.adoption or {}).get("at")),
+        }
         for row in query.order_by(Session.id.desc())
+        if not (row.adoption or {}).get("dismissed_at")
     ]
 
 
@@ -115,12 +125,20 @@ def events(limit: int | None = None, subject: str | None = None) -> list[dict[st
 
 
 def notifications(limit: int | None = None) -> list[dict[str, Any]]:
-    """What Dad was told, newest first."""
+    """What Dad was told, newest first, each with where it belongs: its envelope (what
+    `enter` opens, when there is one), chat, Mac and todo."""
     query = Notification.select().order_by(Notification.id.desc())
     if limit:
         query = query.limit(limit)
     return [
-        {"id": n.id, "at": iso(n.at), "kind": n.kind, "text": n.text, "subject": n.subject}
+        {
+            "id": n.id,
+            "at": iso(n.at),
+            "kind": n.kind,
+            "text": n.text,
+            "subject": n.subject,
+            **place(n.subject),
+        }
         for n in query
     ]
 

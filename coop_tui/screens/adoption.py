@@ -41,9 +41,10 @@ class TakersTable(LedgerTable):
         ("session", "CHAT", lambda r: cells.plain(f"{r['vendor']}:{r['native_id'][:8]}")),
         ("host", "DECLARED", lambda r: cells.plain(r["host"])),
         ("todos", "TODOS", lambda r: cells.plain(", ".join(f"#{t}" for t in r["todos"]) or None)),
-        ("searched", "SEARCHED", lambda r: cells.plain(_searched(r))),
-        ("result", "RESULT", lambda r: cells.plain((r.get("adoption") or {}).get("result"))),
-        ("tried", "LAST TRIED", lambda r: cells.plain(_minute(r.get("last_tried_at")))),
+        ("mode", "MODE", lambda r: cells.plain(r.get("mode"))),
+        ("searched", "ASKED", lambda r: cells.plain(_searched(r))),
+        ("result", "ANSWER", lambda r: cells.plain((r.get("adoption") or {}).get("result"))),
+        ("tried", "WHEN", lambda r: cells.plain(_minute(r.get("searched_at")))),
         ("hold", "REFUSED UNTIL", lambda r: cells.plain(_minute(r.get("refused_until")), "red")),
     ]
 
@@ -60,13 +61,21 @@ class AdoptionScreen(OfTheApp, Screen[None]):
             id="adoption.adopt",
             tooltip="Search the fleet for this chat and adopt it",
         ),
+        Binding(
+            "d",
+            "dismiss_row",
+            "Dismiss",
+            id="adoption.dismiss",
+            tooltip="Stop showing this chat's adoption search (the record stays)",
+        ),
     ]
 
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static(
-            "CLI takers: chats that took work through `coop todo take`. Coop searches the"
-            " declared Mac, the office, then the others.",
+            "CLI takers: chats that took work through `coop todo take`. Coop asks the"
+            " declared Mac, the office, then the others; adopted and refused rows stay"
+            " until dismissed (d).",
             id="adoption-intro",
         )
         yield TakersTable(id="takers")
@@ -84,6 +93,21 @@ class AdoptionScreen(OfTheApp, Screen[None]):
 
     def show(self, rows: list[dict[str, Any]]) -> None:
         self.query_one(TakersTable).replace_rows(rows)
+
+    def action_dismiss_row(self) -> None:
+        row = self.query_one(TakersTable).selected()
+        if row is None or not row.get("adoption"):
+            self.notify("Nothing to dismiss: this chat was not searched yet", severity="warning")
+            return
+        self.dismiss_search(int(row["id"]))
+
+    @work(thread=True, group="adoption", exit_on_error=False)
+    def dismiss_search(self, session_id: int) -> None:
+        engine = self.coop.engine
+        if engine is None:
+            return
+        engine.dismiss_adoption(session_id, "dad")
+        self.load()
 
     def action_adopt(self) -> None:
         row = self.query_one(TakersTable).selected()

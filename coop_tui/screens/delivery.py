@@ -69,14 +69,21 @@ def receipt_words(detail: dict[str, Any]) -> str:
 
 
 def acceptance_words(detail: dict[str, Any]) -> str:
-    """Fact 4's evidence: the final that carried the answer, its last 160 characters."""
-    acceptance = detail.get("acceptance") or {}
-    if not acceptance:
-        return ""
-    final = str(acceptance.get("final", ""))[-160:]
-    if detail.get("door") == "codex":
-        return f"final of turn {acceptance.get('turn_id')}: {final}"
-    return f"final at byte {acceptance.get('offset')}: {final}"
+    """Fact 4's evidence: the final that carried the answer, its last 160 characters. A
+    work envelope's is its invitation's acceptance, which came before the work was sent."""
+    work = detail.get("kind") == "work"
+    acceptance = (detail.get("invitation_acceptance") if work else detail.get("acceptance")) or {}
+    said = ""
+    if acceptance:
+        final = str(acceptance.get("final", ""))[-160:]
+        if detail.get("door") == "codex":
+            said = f"final of turn {acceptance.get('turn_id')}: {final}"
+        else:
+            said = f"final at byte {acceptance.get('offset')}: {final}"
+    if work and detail.get("invitation"):
+        whose = f"the invitation's acceptance (invitation {detail['invitation']})"
+        return f"{whose}, before this work was stored" + (f"; {said}" if said else "")
+    return said
 
 
 def fact_lines(detail: dict[str, Any]) -> list[tuple[str, str | None, str]]:
@@ -103,6 +110,38 @@ def fact_lines(detail: dict[str, Any]) -> list[tuple[str, str | None, str]]:
     ]
 
 
+def chain_text(chain: list[dict[str, Any]], here: str) -> Text:
+    """The resend chain, oldest first: each attempt, its state in words, and what
+    became of it (sent again as the next one's id)."""
+    links = []
+    for i, link in enumerate(chain):
+        words = f"{link['id'][:8]} {explain.state_words(link['state'])}"
+        if link.get("reason"):
+            words += f": {explain.reason_words(link['reason'])}"
+        if i + 1 < len(chain):
+            words += f", sent again as {chain[i + 1]['id'][:8]}"
+        links.append(Text(words, style="bold" if link["id"] == here else ""))
+    return Text(" → ").join(links)
+
+
+def history_table(detail: dict[str, Any]) -> Table:
+    """What happened, in order, with the states each step moved between."""
+    table = Table("at", "who", "what happened", "from → to", box=None, padding=(0, 2))
+    state: str | None = None
+    for event in detail.get("timeline", []):
+        of_envelope = str(event.get("subject", "")).startswith("outbox:")
+        moved = explain.moved(event, state if of_envelope else None)
+        if of_envelope and event.get("to"):
+            state = event["to"]
+        table.add_row(
+            Text(event["at"] or ""),
+            Text(event["who"]),
+            Text(explain.happened(event, detail), overflow="fold"),
+            Text(moved),
+        )
+    return table
+
+
 def render_detail(detail: dict[str, Any]) -> Group:
     title = Text.assemble(
         (f"{detail['kind']} ", "bold"),
@@ -110,8 +149,10 @@ def render_detail(detail: dict[str, Any]) -> Group:
         f"  todo #{detail.get('todo')}  ",
         (detail["session"], ""),
         f" on {detail['host']}  ",
-        (detail["state"], "bold"),
+        (explain.state_words(detail["state"]), "bold"),
     )
+    if detail.get("reason"):
+        title.append(f": {explain.reason_words(detail['reason'])}")
     facts = Table("fact", "when", "evidence", box=None, padding=(0, 2), expand=True)
     for name, when, evidence in fact_lines(detail):
         facts.add_row(
@@ -133,7 +174,7 @@ def render_detail(detail: dict[str, Any]) -> Group:
     if detail.get("held"):
         parts += [
             Text(
-                "Held notice seen: the receiver's words outrank the prediction",
+                "Held notice seen (the receiver's words outrank the prediction)",
                 style="bold underline",
             ),
             Text(explain.held(detail["held"])),
@@ -153,20 +194,8 @@ def render_detail(detail: dict[str, Any]) -> Group:
         ]
     chain = detail.get("chain") or []
     if len(chain) > 1:
-        links = Text(" → ").join(
-            Text(f"{c['id'][:8]} {c['state']}" + (f" ({c['reason']})" if c.get("reason") else ""))
-            for c in chain
-        )
-        parts += [Text("Resend chain", style="bold underline"), links]
-    timeline = Table("at", "who", "command", "from → to", box=None, padding=(0, 2))
-    for event in detail.get("timeline", []):
-        timeline.add_row(
-            Text(event["at"] or ""),
-            Text(event["who"]),
-            Text(event["command"]),
-            Text(f"{event['from'] or ''} → {event['to'] or ''}"),
-        )
-    parts += [Text(""), Text("History", style="bold underline"), timeline]
+        parts += [Text("Resend chain", style="bold underline"), chain_text(chain, detail["id"])]
+    parts += [Text(""), Text("History", style="bold underline"), history_table(detail)]
     text = detail.get("payload", {}).get("text", "")
     parts += [Text(""), Text("Text sent", style="bold underline"), Text(text)]
     return Group(*parts)

@@ -1,8 +1,9 @@
 """Modal dialogs that return their answer with `dismiss`: confirm Send again, confirm
-Withdraw, filter, invite."""
+Withdraw, filter, invite (with its second confirmation for a refusing chat), add a todo."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -15,7 +16,9 @@ from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from coop_engine import queries
+from coop_engine.errors import CoopError
 from coop_tui import explain
+from coop_tui.messages import LedgerChanged
 from coop_tui.screens.base import OfTheApp
 
 
@@ -148,18 +151,24 @@ class FilterDialog(ModalScreen[str | None]):
         ),
     ]
 
-    def __init__(self, current: str) -> None:
+    def __init__(self, current: str, live: Callable[[str], None] | None = None) -> None:
         super().__init__()
         self.current = current
+        self.live = live  # told each change as it is typed
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             # A Static wraps where a Label would cut the line at the dialog's edge.
             yield Static(
-                "Filter the outbox: a state (expired), a kind (work), a todo (#12),"
-                " or the start of an id"
+                "Filter the outbox as you type: every word must match, in any column"
+                " (expired laptop); a todo as #12"
             )
             yield Input(value=self.current, placeholder="expired", id="filter-text")
+
+    @on(Input.Changed)
+    def _changed(self, event: Input.Changed) -> None:
+        if self.live is not None:
+            self.live(event.value)
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
@@ -169,20 +178,120 @@ class FilterDialog(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-class InviteDialog(OfTheApp, ModalScreen[tuple[int, str, str] | None]):
-    """Pick a todo, then a live chat on any Mac."""
+class AddTodoDialog(OfTheApp, ModalScreen[int | None]):
+    """A new todo, as Dad: a title (and a project); returns its id once it is stored."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="todo.cancel", tooltip="Add nothing"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Label(Text("Add a todo", style="bold"))
+            yield Static("Title, then enter (a project is optional)")
+            yield Input(placeholder="Fix the flaky importer test", id="todo-title")
+            yield Input(placeholder="project (optional)", id="todo-project")
+
+    def on_mount(self) -> None:
+        self.query_one("#todo-title", Input).focus()
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        title = self.query_one("#todo-title", Input).value.strip()
+        if not title:
+            self.notify("A todo needs a title", title="Add a todo", severity="warning")
+            self.query_one("#todo-title", Input).focus()
+            return
+        if event.input.id == "todo-title" and not self.query_one("#todo-project", Input).value:
+            self.query_one("#todo-project", Input).focus()
+            return
+        project = self.query_one("#todo-project", Input).value.strip() or None
+        self.add(title, project)
+
+    @work(thread=True, group="commands", exit_on_error=False)
+    def add(self, title: str, project: str | None) -> None:
+        engine = self.coop.engine
+        if engine is None:
+            self.notify("The ledger is not open yet", title="Add a todo", severity="warning")
+            return
+        try:
+            todo = engine.add_todo(title, project=project)
+        except CoopError as refusal:
+            self.notify(str(refusal), title="Add a todo", severity="warning", markup=False)
+            return
+        self.notify(f"Added todo #{todo['id']}: {title}", title="Add a todo", markup=False)
+        self.app.post_message(LedgerChanged())
+        self.app.call_from_thread(self.dismiss, int(todo["id"]))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ConfirmRefusing(ModalScreen[bool]):
+    """Inviting a chat predicted to refuse is a second decision: it says why the
+    invitation will not arrive."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "Invite anyway", id="refusing.yes", tooltip="Send it"),
+        Binding("n,escape", "answer(False)", "Cancel", id="refusing.no", tooltip="Invite nobody"),
+    ]
+
+    def __init__(self, chat: str, why: str) -> None:
+        super().__init__()
+        self.chat = chat
+        self.why = why
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Label(Text("This invitation will not arrive", style="bold red"))
+            yield Static(Text(f"{self.chat}: {self.why}."), id="refusing-why")
+            yield Static(Text("Invite it anyway? The refusal is recorded as proof, not retried."))
+            with Horizontal(classes="buttons"):
+                yield Button("Invite anyway (y)", variant="warning", id="yes")
+                yield Button("Cancel (n)", id="no")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.action_answer(event.button.id == "yes")
+
+
+def chat_label(host: str, chat: dict[str, Any]) -> Text:
+    """A chat in the invite list: Mac, id, name, status, and its predicted verdict."""
+    name, status = chat.get("name") or "", chat.get("status") or ""
+    verdict = explain.inbound_words(chat.get("inbound")) or "verdict not known yet"
+    style = {"accept": "green", "hold": "yellow", "refuse": "red"}.get(
+        str((chat.get("inbound") or {}).get("verdict")), "dim"
+    )
+    return Text.assemble(
+        f"{host}  {chat['session_id'][:8]}  ", (name, "bold"), f"  {status}  ", (verdict, style)
+    )
+
+
+class InviteDialog(OfTheApp, ModalScreen[tuple[int, str, str] | None]):
+    """Pick a todo (enter), then a live chat on any Mac, each with its predicted verdict;
+    `+` adds a todo here."""
+
+    AUTO_FOCUS = "#todos"
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="invite.cancel", tooltip="Invite nobody"),
+        Binding("plus", "add_todo", "Add a todo", id="invite.add_todo", tooltip="A new todo"),
     ]
 
     def __init__(self) -> None:
         super().__init__()
         self.todo: int | None = None
+        self.chats: dict[str, dict[str, Any]] = {}
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Label(Text("Invite: pick a todo, then a chat (enter)", style="bold"))
+            yield Label(
+                Text(
+                    "Invite: pick a todo (enter), then a chat (enter) · + adds a todo", style="bold"
+                )
+            )
             yield OptionList(id="todos")
             yield OptionList(id="chats")
 
@@ -191,18 +300,22 @@ class InviteDialog(OfTheApp, ModalScreen[tuple[int, str, str] | None]):
         for host, survey in sorted(self.coop.surveys.items()):
             for chat in survey.get("chats", []):
                 if chat.get("live"):
-                    name, status = chat.get("name") or "", chat.get("status") or ""
-                    label = Text(f"{host}  {chat['session_id'][:8]}  {name}  {status}")
-                    chats.add_option(Option(label, id=f"{host}|claude:{chat['session_id']}"))
+                    key = f"{host}|claude:{chat['session_id']}"
+                    self.chats[key] = chat
+                    chats.add_option(Option(chat_label(host, chat), id=key))
+        if not self.chats:
+            chats.add_option(Option(Text("No live chat on any Mac yet"), disabled=True))
+        self.query_one("#todos", OptionList).focus()
         self.load_todos()
 
-    @work(thread=True, exit_on_error=False)
-    def load_todos(self) -> None:
+    @work(thread=True, exclusive=True, exit_on_error=False)
+    def load_todos(self, pick: int | None = None) -> None:
         todos = queries.open_todos()
-        self.app.call_from_thread(self.show_todos, todos)
+        self.app.call_from_thread(self.show_todos, todos, pick)
 
-    def show_todos(self, todos: list[dict[str, Any]]) -> None:
+    def show_todos(self, todos: list[dict[str, Any]], pick: int | None = None) -> None:
         options = self.query_one("#todos", OptionList)
+        options.clear_options()
         for todo in todos:
             options.add_option(
                 Option(
@@ -210,15 +323,26 @@ class InviteDialog(OfTheApp, ModalScreen[tuple[int, str, str] | None]):
                 )
             )
         if not todos:
-            options.add_option(
-                Option(Text("No open todos: add one with  coop todo add TITLE"), disabled=True)
-            )
+            options.add_option(Option(Text("No open todos: press + to add one"), disabled=True))
+            return
+        ids = [todo["id"] for todo in todos]
+        options.highlighted = ids.index(pick) if pick in ids else 0
         options.focus()
+
+    def action_add_todo(self) -> None:
+        self.app.push_screen(AddTodoDialog(), self._added)
+
+    def _added(self, todo_id: int | None) -> None:
+        if todo_id is not None:
+            self.load_todos(todo_id)
 
     @on(OptionList.OptionSelected, "#todos")
     def _todo_picked(self, event: OptionList.OptionSelected) -> None:
         self.todo = int(str(event.option.id))
-        self.query_one("#chats", OptionList).focus()
+        chats = self.query_one("#chats", OptionList)
+        if chats.highlighted is None and self.chats:
+            chats.highlighted = 0
+        chats.focus()
 
     @on(OptionList.OptionSelected, "#chats")
     def _chat_picked(self, event: OptionList.OptionSelected) -> None:
@@ -226,8 +350,21 @@ class InviteDialog(OfTheApp, ModalScreen[tuple[int, str, str] | None]):
             self.notify("Pick a todo first", severity="warning")
             self.query_one("#todos", OptionList).focus()
             return
-        host, ref = str(event.option.id).split("|", 1)
-        self.dismiss((self.todo, ref, host))
+        key = str(event.option.id)
+        host, ref = key.split("|", 1)
+        chosen = (self.todo, ref, host)
+        chat = self.chats.get(key, {})
+        why = explain.will_not_arrive(chat.get("inbound"))
+        if why is None:
+            self.dismiss(chosen)
+            return
+        who = f"{chat.get('name') or ref} on {host}"
+
+        def decided(yes: bool | None) -> None:
+            if yes:
+                self.dismiss(chosen)
+
+        self.app.push_screen(ConfirmRefusing(who, why), decided)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -27,6 +27,56 @@ FACT_LEGEND = (
 )
 
 
+# The words the app uses, as README.md's glossary says them too.
+GLOSSARY = (
+    ("Dad", "the person who runs Coop: adds todos, invites chats, decides Send again"),
+    (
+        "the chief",
+        "one chat named (coop chief set) as Dad's proxy: it may decide Send again and"
+        " outcomes as Dad would, within the same rules",
+    ),
+    (
+        "managed",
+        "a chat Coop enrolled: it reads its finals, delivers to it and notices when it exits",
+    ),
+    (
+        "observed",
+        "a chat that took a todo by itself (coop todo take) and nobody reads yet;"
+        " adoption makes it managed",
+    ),
+    (
+        "generation (GEN)",
+        "the enrollment's number, raised each time a chat is enrolled again (adoption):"
+        " an envelope belongs to one generation, and an older one's is never delivered",
+    ),
+    ("MODE", "managed or observed for an enrolled chat; live for one Coop has not enrolled"),
+    ("CHATS 5/6", "on a Mac: 5 live chats of the 6 its registry lists"),
+    (
+        "the five facts",
+        "stored, transport, received, accepted, outcome (S T R A O): each true only with"
+        " its evidence, in that order",
+    ),
+    (
+        "the three reasons",
+        "the only proofs that a sent envelope will never arrive (expired): the receiver's"
+        " settings refuse it (refused-by-receiver-policy); it was held for approval and the"
+        " dialog expired (held-for-approval-then-expired); the receiver sat idle and its"
+        " transcript has no entry (receiver-idle-without-entry)",
+    ),
+    (
+        "withdrawn from queue",
+        "the Codex door's one proof of loss: Codex answered deleted: true when asked to"
+        " take the envelope back out of its queue (withdrawn-from-queue)",
+    ),
+    ("uncertain", "sent, not yet seen in the receiver's transcript: silence proves nothing"),
+    (
+        "INBOUND",
+        "the receiver's predicted verdict: accepts · holds (bypass, no setting) ·"
+        " refuses (--settings)",
+    ),
+)
+
+
 class HelpScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
@@ -55,6 +105,17 @@ class HelpScreen(ModalScreen[None]):
                 style="dim",
             ),
         )
+        for key, what, why in (
+            ("j k ↓ ↑", "Move", "In every table: the next and the previous row"),
+            ("g G home end", "First, last", "In every table: the first and the last row"),
+            ("pgup pgdn", "Page", "In every table: a page up or down"),
+            ("s", "Sort", "Sort by the next column (again: reversed); or click a header"),
+            ("z", "Maximise", "The focused pane alone on the screen; z or escape restores"),
+            ("C", "Copy id", "Copy the selected row's full id to the clipboard (the terminal's)"),
+            ("ctrl+r", "Read again", "In the chat inspector: the registry and transcript again"),
+            ("J", "Raw JSON", "In the chat inspector: the registry entry as Claude Code wrote it"),
+        ):
+            keys.add_row(Text(key, style="bold"), Text(what), Text(why, style="dim"))
         keys.add_row(
             Text("w", style="bold"),
             Text("Withdraw"),
@@ -78,6 +139,9 @@ class HelpScreen(ModalScreen[None]):
                 f"{DONE} true   {PENDING} not yet   {UNKNOWN} sent, not yet seen in the transcript"
             ),
         )
+        words = Table.grid(padding=(0, 2))
+        for word, meaning in GLOSSARY:
+            words.add_row(Text(word, style="bold"), Text(meaning))
         with VerticalScroll(id="help"):
             yield Static(Text("Keys", style="bold underline"))
             yield Static(keys)
@@ -91,3 +155,5 @@ class HelpScreen(ModalScreen[None]):
                     style="italic",
                 )
             )
+            yield Static(Text("\nWords", style="bold underline"))
+            yield Static(words)

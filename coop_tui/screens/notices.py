@@ -1,14 +1,15 @@
-"""Notifications: what Dad was told, newest first."""
+"""Notifications: what Dad was told, newest first, each naming its chat, Mac and todo;
+`enter` on one opens its envelope's delivery detail."""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import Footer, Header
+from textual.widgets import DataTable, Footer, Header
 
 from coop_engine import queries
 from coop_tui.screens.base import OfTheApp
@@ -16,12 +17,20 @@ from coop_tui.widgets import cells
 from coop_tui.widgets.panes import Column, LedgerTable
 
 
+def _todo(row: dict[str, Any]) -> str:
+    return f"#{row['todo']}" if row.get("todo") else ""
+
+
 class NoticesTable(LedgerTable):
     COLUMNS: ClassVar[list[Column]] = [
         ("at", "AT", lambda r: cells.plain(r["at"])),
         ("kind", "KIND", lambda r: cells.plain(r["kind"], "bold")),
+        ("chat", "CHAT", lambda r: cells.plain(r.get("chat") or "")),
+        ("mac", "MAC", lambda r: cells.plain(r.get("mac") or "")),
+        ("todo", "TODO", lambda r: cells.plain(_todo(r))),
         ("text", "TEXT", lambda r: cells.plain(r["text"])),
     ]
+    FLEX = "text"
 
 
 class NotificationsScreen(OfTheApp, Screen[None]):
@@ -35,7 +44,7 @@ class NotificationsScreen(OfTheApp, Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.sub_title = "notifications"
+        self.sub_title = "notifications · enter: the envelope's delivery detail"
         self.query_one(NoticesTable).focus()
         self.load()
 
@@ -46,3 +55,13 @@ class NotificationsScreen(OfTheApp, Screen[None]):
 
     def show(self, rows: list[dict[str, Any]]) -> None:
         self.query_one(NoticesTable).replace_rows(rows)
+
+    @on(DataTable.RowSelected, "#notices")
+    def _notice_selected(self, event: DataTable.RowSelected) -> None:
+        from coop_tui.screens.delivery import DeliveryScreen
+
+        row = self.query_one(NoticesTable).rows_by_key.get(str(event.row_key.value))
+        if row is None or not row.get("outbox"):
+            self.notify("This notice is about no envelope", severity="information")
+            return
+        self.app.push_screen(DeliveryScreen(str(row["outbox"])))

@@ -8,15 +8,20 @@ from typing import Any
 
 from rich.text import Text
 
+from coop_tui import explain
+
 FACTS = ("stored", "transport", "received", "accepted", "outcome")
 DONE, PENDING, UNKNOWN = "●", "○", "?"
 
 
 def plain(value: Any, style: str = "") -> Text:
-    """A cell that shows `value` literally: `[bold]` stays `[bold]`."""
+    """A cell that shows `value` literally: `[bold]` stays `[bold]`; cut to a narrow
+    column, it ends in an ellipsis."""
     if value is None or value == "":
         return Text("-", style="dim")
-    return Text(str(value).replace("\n", " "), style=style, no_wrap=True, end="")
+    return Text(
+        str(value).replace("\n", " "), style=style, no_wrap=True, overflow="ellipsis", end=""
+    )
 
 
 def short(value: str | None, size: int = 8) -> Text:
@@ -116,7 +121,11 @@ def inbound(prediction: dict[str, Any] | None) -> Text:
     if not prediction:
         return plain(None)
     verdict = prediction.get("verdict", "unknown")
-    style = {"accept": "green", "hold": "yellow", "refuse": "red"}.get(verdict, "magenta")
-    return Text.assemble(
-        (verdict, style), (f" {prediction.get('source', '')}", "dim"), no_wrap=True, end=""
+    style = {"accept": "green", "hold": "yellow", "refuse": "red", "queued": "cyan"}
+    return Text(
+        explain.inbound_words(prediction),
+        style=style.get(verdict, "magenta"),
+        no_wrap=True,
+        overflow="ellipsis",
+        end="",
     )

@@ -10,66 +10,11 @@ from typing import Any, ClassVar
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.coordinate import Coordinate
-from textual.widgets import DataTable
 
 from coop_tui.widgets import cells
+from coop_tui.widgets.table import Column, LedgerTable
 
-Column = tuple[str, str, Callable[[dict[str, Any]], Text]]
-
-
-class LedgerTable(DataTable[Text]):
-    """A table whose rows are keyed by an id and rebuilt or patched from dicts."""
-
-    COLUMNS: ClassVar[list[Column]] = []
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
-        self.rows_by_key: dict[str, dict[str, Any]] = {}
-
-    def on_mount(self) -> None:
-        for key, label, _ in self.COLUMNS:
-            self.add_column(label, key=key)
-
-    def row_key(self, row: dict[str, Any]) -> str:
-        return str(row["id"])
-
-    def cells(self, row: dict[str, Any]) -> list[Text]:
-        return [render(row) for _, _, render in self.COLUMNS]
-
-    def replace_rows(self, rows: Iterable[dict[str, Any]]) -> None:
-        """Show exactly these rows, keeping the cursor on the same id when it survives."""
-        selected = self.selected_key()
-        self.clear()
-        self.rows_by_key = {}
-        for row in rows:
-            key = self.row_key(row)
-            self.rows_by_key[key] = row
-            self.add_row(*self.cells(row), key=key)
-        if selected in self.rows_by_key:
-            self.move_cursor(row=self.get_row_index(selected), scroll=False)
-
-    def patch_row(self, row: dict[str, Any]) -> bool:
-        """Update a shown row in place; False when it is not shown."""
-        key = self.row_key(row)
-        if key not in self.rows_by_key:
-            return False
-        self.rows_by_key[key] = row
-        for column, _, render in self.COLUMNS:
-            # A value longer than the column had ("asking…" -> "reachable") widens it.
-            self.update_cell(key, column, render(row), update_width=True)
-        return True
-
-    def selected_key(self) -> str | None:
-        if not self.row_count:
-            return None
-        try:
-            return str(self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value)
-        except Exception:  # an empty or just-cleared table has no cell under the cursor
-            return None
-
-    def selected(self) -> dict[str, Any] | None:
-        key = self.selected_key()
-        return None if key is None else self.rows_by_key.get(key)
+__all__ = ["Column", "HostsPane", "LedgerTable", "OutboxPane", "SessionsPane", "merge_live"]
 
 
 class HostsPane(LedgerTable):
@@ -105,8 +50,15 @@ class HostsPane(LedgerTable):
         ),
     ]
 
+    DROP_FIRST = ("read", "latency")
+    FLEX = "state"
+    EMPTY = "no Mac in fleet.toml"
+
     def row_key(self, row: dict[str, Any]) -> str:
         return str(row["name"])
+
+    def copy_value(self, row: dict[str, Any]) -> tuple[str, str]:
+        return "Mac name", str(row["name"])
 
 
 def _todos(row: dict[str, Any]) -> Text:
@@ -144,8 +96,17 @@ class SessionsPane(LedgerTable):
         ),
     ]
 
+    # The low-priority columns go first as the terminal narrows: never `accept pe`.
+    DROP_FIRST = ("join", "generation", "pid", "mode", "vendor", "todos", "status")
+    FLEX = "inbound"
+    FLEX_MIN = 26  # "holds (bypass, no setting)" whole, where the width allows
+    EMPTY = "no chat here yet"
+
     def row_key(self, row: dict[str, Any]) -> str:
         return f"{row['host']}/{row['vendor']}:{row['native_id']}"
+
+    def copy_value(self, row: dict[str, Any]) -> tuple[str, str]:
+        return "chat id", str(row["native_id"])
 
 
 class OutboxPane(LedgerTable):
@@ -162,7 +123,25 @@ class OutboxPane(LedgerTable):
         ("facts", "S T R A O", cells.fact_marks),
         ("age", "AGE", lambda r: cells.age(r["created_at"], r.get("_now", 0.0))),
         ("why", "REASON", cells.why),
+        ("resent", "RESENT", lambda r: cells.plain((r.get("resent_as") or "")[:8] or None)),
     ]
+    DROP_FIRST = ("todo", "age", "resent", "kind", "session")
+    FLEX = "why"
+    FLEX_MIN = 14
+
+    @classmethod
+    def column(cls, key: str) -> Callable[[dict[str, Any]], Any]:
+        """The cell maker of one column, by its key."""
+        return next(make for name, _, make in cls.COLUMNS if name == key)
+
+    def empty_words(self) -> str:
+        filtered = getattr(self.app, "text_filter", None) or getattr(
+            self.app, "session_filter", None
+        )
+        return "no envelope matches (escape shows every one)" if filtered else "no envelope yet"
+
+    def copy_value(self, row: dict[str, Any]) -> tuple[str, str]:
+        return "envelope id", str(row["id"])
 
     def add_newest(self, rows: Iterable[dict[str, Any]], limit: int) -> None:
         """Add envelopes the window does not show yet, newest first, keeping at most
@@ -171,14 +150,16 @@ class OutboxPane(LedgerTable):
         for row in rows:
             key = self.row_key(row)
             self.rows_by_key[key] = row
+            self._measure(row)
             self.add_row(*self.cells(row), key=key)
         self.sort("id", key=lambda cell: cell.order, reverse=True)
         while self.row_count > limit:
             oldest = self.coordinate_to_cell_key(Coordinate(self.row_count - 1, 0)).row_key
             self.remove_row(oldest)
             self.rows_by_key.pop(str(oldest.value), None)
-        if selected in self.rows_by_key:
-            self.move_cursor(row=self.get_row_index(selected), scroll=False)
+        self._sort_again()
+        if not self._fit():
+            self._keep_cursor(selected)
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(

@@ -186,7 +186,9 @@ class LocalHost(Host):
             # A Codex take needs a saved thread in this Mac's list, not a live process.
             found = codex.find_thread(self._codex_home(), native_id)
             matches = 0 if found["archived"] else found["matches"]
-            return {"host": self.name, "matches": matches, "archived": found["archived"]}
+            thread = found["thread"] or {}
+            answer = {"host": self.name, "matches": matches, "archived": found["archived"]}
+            return {**answer, "name": thread.get("name"), "cwd": thread.get("cwd")}
         if vendor != "claude":
             raise ValueError(f"no {vendor} door on this host")
         live = [e for e in self._scan().entries if e.live and e.session_id == native_id]

@@ -87,8 +87,17 @@ def pid_domain() -> str:
     return f"linux:{machine}:{namespace}"
 
 
+# A simulated chat outside tmux may be given a pane of its own (the demo gives each chat
+# one), so the TMUX column never shows the pane the app itself runs in.
+TMUX_ENV = "COOP_SIM_TMUX"
+
+
 def tmux_location() -> str | None:
-    """``session:@window.%pane`` of the pane this chat runs in, only inside tmux."""
+    """``session:@window.%pane`` of the pane this chat runs in, only inside tmux, or the
+    simulated location in ``COOP_SIM_TMUX``."""
+    simulated = os.environ.get(TMUX_ENV)
+    if simulated is not None:
+        return simulated or None
     pane = os.environ.get("TMUX_PANE")
     if not os.environ.get("TMUX") or not pane:
         return None

@@ -22,7 +22,7 @@ from officekit import Office
 from coop_engine.errors import Conflict
 from coop_engine.loop import withdrawal
 from coop_engine.loop.coordinator import Coordinator
-from coop_engine.loop.survey import live_chats
+from coop_engine.loop.survey import live_chats, locate_thread
 from coop_engine.models import Dispatch, Event, HostQueue, Outbox, QueueSighting, Todo
 from hosts.mac.host import Host, NativeRefusal
 
@@ -288,3 +288,16 @@ def test_the_same_envelope_run_twice_by_codex_is_a_conflict_not_two_receipts(
     work = Outbox.select().where((Outbox.kind == "work") & (Outbox.dispatch == row.dispatch))
     assert work.count() == 1  # one receipt, one take, one work envelope
     assert Outbox.get_by_id(outbox_id).received_at == row.received_at
+
+
+def test_an_invitation_finds_the_saved_thread_its_name_and_refuses_an_archived_one(
+    office: Office,
+) -> None:
+    named = office.codex_thread("laptop", "--name", "importer")["thread_id"]
+    archived = office.codex_thread("studio")["thread_id"]
+    office.codex_thread("studio", "--archive", archived)
+    macs = list(office.hosts.values())
+    where = locate_thread(macs, named, f"codex:{named}")
+    assert (where["host"], where["entry"]["name"]) == ("laptop", "importer")
+    with pytest.raises(Conflict, match="is archived on studio"):
+        locate_thread(macs, archived, f"codex:{archived}")

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from .support import CHAT, Steps
+
+REPO = Path(__file__).resolve().parents[2]
 
 LISTINGS = {
     "todo list": ("todo", "list", "--json"),
@@ -152,3 +158,27 @@ def test_home_flag_is_the_same_as_coop_home(run_coop, coop_home):
         "todo", "add", "Through COOP_HOME", "--json", home=None, env={"COOP_HOME": str(coop_home)}
     )
     assert json.loads(done.stdout) == {"id": 2}
+
+
+@pytest.mark.parametrize("argv", [(), ("tui",)])
+def test_coop_without_a_terminal_prints_the_usage_exits_2_and_creates_nothing(
+    tmp_path, coop_home, argv
+):
+    home = tmp_path / "user"
+    home.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "coop_engine.cli", *argv],
+        capture_output=True,
+        input="",  # stdin and stdout are pipes, not a terminal
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "HOME": str(home)},
+        timeout=30,
+    )
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "\x1b" not in done.stdout + done.stderr
+    assert "needs a terminal" in done.stderr
+    if not argv:
+        assert done.stderr.startswith("usage: coop")
+    assert list(home.iterdir()) == []
+    assert not coop_home.exists()

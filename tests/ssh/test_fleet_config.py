@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from hosts.fleet import FleetError, load_fleet
+from hosts.fleet import NOTIFY_EVENTS, FleetError, Notify, load_fleet
 from hosts.mac.local import LocalHost
 from hosts.ssh import SshHost
 
@@ -68,7 +68,23 @@ BAD = [
         "two Macs named 'a'",
         "line 6",
     ),
+    ('office = "o"\nnotify = "all"\n', "notify must be a [notify] table", "line 2"),
+    ('[notify]\nquiet = "yes"\n', "quiet must be true or false, not 'yes'", "line 2"),
+    ('[notify]\non = "expired"\n', "on must be a list of events", "line 2"),
+    (
+        '[notify]\nquiet = false\non = ["expired", "delivered"]\n',
+        "unknown event 'delivered'",
+        "line 3",
+    ),
+    ("[notify]\nloud = true\n", "unknown notify setting 'loud' (known: on, quiet)", "line 2"),
+    ('[[mac]]\nname = "a"\nhost = "h"\n[notify]\non = [1]\n', "on must be a list", "line 5"),
 ]
+
+
+def test_notify_defaults_to_every_event_and_reads_on_and_quiet(tmp_path: Path) -> None:
+    assert load_fleet(tmp_path).notify == Notify(on=NOTIFY_EVENTS, quiet=False)
+    (tmp_path / "fleet.toml").write_text('[notify]\non = ["held", "expired"]\nquiet = true\n')
+    assert load_fleet(tmp_path).notify == Notify(on=("held", "expired"), quiet=True)
 
 
 @pytest.mark.parametrize(("text", "problem", "line"), BAD)

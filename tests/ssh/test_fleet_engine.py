@@ -110,10 +110,15 @@ def test_a_transcript_appended_on_a_remote_mac_reaches_the_ledger_by_its_long_po
         outbox_id = office.invite(chat, "studio", "Pushed, not polled")
         assert wait_until(lambda: office.received(outbox_id), timeout=WAIT)
         passes = server.workers["studio"].passes
+        answered_with_the_receipt = office.envelope(outbox_id)["facts"]["accepted"] is not None
         # Nothing runs on a timer here (an hour): the answer, written on the studio once
         # the passes after the send are over, reaches the ledger by the studio's long-poll.
+        # (On a machine so loaded that one survey read the receipt and the answer together,
+        # the answer came with the receipt's pass, itself woken by the long-poll.)
         assert wait_until(lambda: office.envelope(outbox_id)["facts"]["accepted"], timeout=WAIT)
-        assert server.workers["studio"].passes > passes
+        # The pass that recorded it is counted once it has returned.
+        grew = wait_until(lambda: server.workers["studio"].passes > passes, timeout=WAIT)
+        assert answered_with_the_receipt or grew
     assert office.envelope(outbox_id)["state"] == "delivered"
 
 

@@ -129,9 +129,9 @@ def test_send_again_from_the_delivery_detail_shows_the_new_resend_chain(staged: 
         await pilot.press("y")
         await until(pilot, lambda: "Resend chain" in screen_text(app), what="the chain")
         again = Outbox.get_by_id(lost).resent_as
-        assert f"{lost[:8]} expired (receiver-idle-without-entry) → {again[:8]} pending" in (
-            screen_text(app)
-        )
+        chain = screen_text(app)
+        assert f"{lost[:8]} proven lost (expired)" in chain
+        assert f"sent again as {again[:8]} → {again[:8]}" in chain
         await pilot.press("escape")
         await until(pilot, lambda: again in app.outbox_pane.rows_by_key, what="the new row")
 
@@ -187,8 +187,11 @@ def test_inspecting_a_local_chat_shows_its_entry_socket_and_marked_transcript(
         await until(pilot, lambda: isinstance(app.screen, InspectorScreen), what="inspector")
         await until(pilot, lambda: "Registry entry" in screen_text(app), what="read")
         shown = screen_text(app)
-        assert f'"sessionId": "{importer.session_id}"' in shown
+        assert f"pid {importer.pid}" in shown and "status" in shown  # labelled fields
         assert "Socket: ok" in shown
+        await pilot.press("J")  # the raw JSON, one key away
+        await until(pilot, lambda: '"sessionId"' in screen_text(app), what="raw JSON")
+        assert f'"sessionId": "{importer.session_id}"' in screen_text(app)
         assert f"◆        54  user peer from cwkCoop msg_id {staged.outbox['importer']}" in shown
         assert "■" in shown and "assistant FINAL  I will take it. COOP_ACCEPT" in shown
         await pilot.press("escape")
@@ -445,5 +448,146 @@ def test_a_failed_worker_is_a_visible_notice_and_the_app_goes_on(
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, DeliveryScreen), what="back")
         assert app.is_running
+
+    drive(staged.app(), script)
+
+
+# --- tables: vim keys, sorting, maximising, copying ---------------------------------------------
+
+
+async def moves_like_vim(pilot: Pilot[None], table: Any) -> None:
+    """j k g G Home End PgDn PgUp move the cursor of this table."""
+    table.focus()
+    last = table.row_count - 1
+    assert last > 0
+    for key, row in (("G", last), ("g", 0), ("j", 1), ("k", 0), ("end", last), ("home", 0)):
+        await pilot.press(key)
+        assert table.cursor_row == row, key
+    await pilot.press("pagedown")
+    assert table.cursor_row > 0
+    await pilot.press("pageup")
+    assert table.cursor_row == 0
+
+
+def test_j_k_g_G_home_end_and_pages_move_in_every_table(staged: Staged) -> None:
+    async def script(pilot: Pilot[None]) -> None:
+        app: Any = pilot.app
+        await loaded(pilot)
+        for pane in (app.hosts_pane, app.sessions_pane, app.outbox_pane):
+            await moves_like_vim(pilot, pane)
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, NotificationsScreen), what="notices")
+        notices = app.screen.query_one(NoticesTable)
+        await until(pilot, lambda: notices.row_count == 3, what="three notices")
+        await moves_like_vim(pilot, notices)
+
+    drive(staged.app(), script)
+
+
+def shown_keys(table: Any) -> list[str]:
+    return [str(row.key.value) for row in table.ordered_rows]
+
+
+def test_s_sorts_by_the_next_column_and_a_header_click_sorts_by_its_column(
+    staged: Staged,
+) -> None:
+    async def script(pilot: Pilot[None]) -> None:
+        app: Any = pilot.app
+        await loaded(pilot)
+        pane = app.outbox_pane
+        oldest_first = [
+            row["id"]
+            for row in sorted(pane.rows_by_key.values(), key=lambda r: (r["created_at"], r["id"]))
+        ]
+        assert shown_keys(pane) == oldest_first[::-1]  # newest first, as loaded
+        await pilot.press("s")
+        assert shown_keys(pane) == oldest_first
+        assert "sorted by ID ↑" in screen_text(app)
+        await pilot.press("s")
+        assert shown_keys(pane) == oldest_first[::-1]
+        await pilot.press("s")  # the next column: KIND
+        kinds = [pane.rows_by_key[key]["kind"] for key in shown_keys(pane)]
+        assert kinds == sorted(kinds)
+        # A click on the STATE header sorts by state; a second click, the other way.
+        state_x = 1 + sum(
+            column.get_render_width(pane)
+            for column in pane.columns.values()
+            if str(column.key.value) in ("id", "kind", "todo", "session")
+        )
+        for reverse in (False, True):
+            await pilot.click(pane, offset=(state_x + 2, 1))
+            states = [pane.rows_by_key[key]["state"] for key in shown_keys(pane)]
+            assert states == sorted(states, reverse=reverse)
+
+    drive(staged.app(), script)
+
+
+def test_z_maximises_the_focused_pane_and_escape_restores_the_three(staged: Staged) -> None:
+    async def script(pilot: Pilot[None]) -> None:
+        app: Any = pilot.app
+        await loaded(pilot)
+        await pilot.press("2", "z")
+        assert app.screen.maximized is app.sessions_pane
+        await settle(pilot)
+        assert "Outbox ·" not in screen_text(app) and "Chats ·" in screen_text(app)
+        await pilot.press("escape")
+        assert app.screen.maximized is None
+        await pilot.press("3", "z")
+        assert app.screen.maximized is app.outbox_pane
+        await pilot.press("z")
+        assert app.screen.maximized is None
+        await settle(pilot)
+        assert "Chats ·" in screen_text(app)
+
+    drive(staged.app(), script)
+
+
+def test_C_copies_the_selected_rows_full_id_through_the_terminal_and_says_so(
+    staged: Staged,
+) -> None:
+    locked = staged.outbox["locked"]
+    docs = staged.chats["docs"]
+
+    async def script(pilot: Pilot[None]) -> None:
+        app: Any = pilot.app
+        await loaded(pilot)
+        await select_row(pilot, app.outbox_pane, locked)
+        await pilot.press("C")
+        assert app.clipboard == locked
+        await until(pilot, lambda: f"Copied envelope id {locked}" in toasts(app), what="toast")
+        await select_row(pilot, app.sessions_pane, f"laptop/{docs.ref}")
+        await pilot.press("C")
+        assert app.clipboard == docs.session_id
+        await until(pilot, lambda: f"Copied chat id {docs.session_id}" in toasts(app), what="toast")
+
+    drive(staged.app(), script)
+
+
+def test_the_inspector_reads_again_with_ctrl_r_and_r_keeps_its_one_meaning(
+    staged: Staged,
+) -> None:
+    importer = staged.chats["importer"]
+
+    async def script(pilot: Pilot[None]) -> None:
+        app: Any = pilot.app
+        await loaded(pilot)
+        reads: list[str] = []
+        inspect = app.office.inspect
+
+        def counted(host: str, native_id: str, size: int) -> Any:
+            reads.append(native_id)
+            return inspect(host, native_id, size)
+
+        app.office.inspect = counted
+        await select_row(pilot, app.sessions_pane, f"office/{importer.ref}")
+        await pilot.press("c")
+        await until(pilot, lambda: isinstance(app.screen, InspectorScreen), what="inspector")
+        await until(pilot, lambda: len(reads) == 1, what="the first read")
+        await settle(pilot)
+        await pilot.press("r")  # Send again's key: nothing here, and no second read
+        await settle(pilot)
+        assert len(reads) == 1 and isinstance(app.screen, InspectorScreen)
+        await pilot.press("ctrl+r")
+        await until(pilot, lambda: len(reads) == 2, what="read again")
 
     drive(staged.app(), script)

@@ -150,6 +150,9 @@ def test_inspecting_a_laptop_chat_reads_it_through_the_helper(
         await pilot.press("c")
         await until(pilot, lambda: isinstance(app.screen, InspectorScreen), what="inspector")
         await until(pilot, lambda: "Registry entry" in screen_text(app), what="read")
+        assert f"pid {chat.pid}" in screen_text(app)
+        await pilot.press("J")
+        await until(pilot, lambda: '"sessionId"' in screen_text(app), what="raw JSON")
         shown = screen_text(app)
         assert f'"sessionId": "{chat.session_id}"' in shown
         assert f'"pid": {chat.pid}' in shown

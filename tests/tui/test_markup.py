@@ -93,6 +93,9 @@ def test_markup_written_by_a_chat_shows_literally_in_panes_inspector_and_detail(
         await pilot.press("c")
         await until(pilot, lambda: isinstance(app.screen, InspectorScreen), what="inspector")
         await until(pilot, lambda: "Registry entry" in screen_text(app), what="read")
+        assert f"{BOLD} {LINK}" in screen_text(app)  # the labelled name, literal
+        await pilot.press("J")
+        await until(pilot, lambda: '"name"' in screen_text(app), what="raw JSON")
         shown = screen_text(app)
         assert f'"name": "{BOLD} {LINK}"' in shown
         assert f'"cwd": "/Users/dad/src/evil-{LINK}"' in shown

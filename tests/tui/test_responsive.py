@@ -1,9 +1,12 @@
-"""A Mac that hangs costs its own timeout: keys still work, the other panes still
-follow the ledger, and the Mac's row says why once its timeout has passed."""
+"""The app fits the terminal: dialogs inside 80x24 (scrolling below it), columns that
+drop by priority instead of being cut, panes that keep a row, a clean footer. And a Mac
+that hangs costs its own timeout: keys still work, the other panes still follow the
+ledger, and the Mac's row says why once its timeout has passed."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import time
 from pathlib import Path
@@ -12,8 +15,9 @@ from typing import Any
 import pytest
 from ssh.sshd_harness import SilentServer
 from textual.pilot import Pilot
-from tuikit import drive, screen_text, stage, until
+from tuikit import Staged, drive, loaded, screen_text, select_row, settle, stage, until
 
+from coop_tui.screens.dialogs import ConfirmResend, FilterDialog, InviteDialog
 from coop_tui.screens.help import HelpScreen
 from hosts.ssh import SshHost
 
@@ -83,3 +87,116 @@ def test_keys_and_panes_stay_live_while_a_mac_hangs_until_its_timeout(workdir: P
     finally:
         staged.close()
         silent.close()
+
+
+# --- fitting the terminal ------------------------------------------------------------------
+
+
+def pane_lines(app: Any, title: str) -> list[str]:
+    """The rows a pane shows under its header, as the screen shows them."""
+    lines = screen_text(app).splitlines()
+    top = next(i for i, line in enumerate(lines) if f"─ {title}" in line)
+    bottom = next(i for i in range(top + 1, len(lines)) if lines[i].startswith("╰"))
+    return lines[top + 2 : bottom]
+
+
+def cells_cut_mid_word(app: Any, whole: str) -> list[str]:
+    """Shown starts of `whole` that are neither all of it nor end in an ellipsis."""
+    head = whole[:8]
+    found = re.findall(re.escape(head) + r"\S*", screen_text(app))
+    return [cell for cell in found if cell != whole and not cell.endswith("…")]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (60, 15), (100, 30)])
+def test_columns_drop_by_priority_and_nothing_is_cut_mid_word(
+    staged: Staged, size: tuple[int, int]
+) -> None:
+    async def script(pilot: Pilot[None]) -> None:
+        app: Any = pilot.app
+        await loaded(pilot)
+        await settle(pilot)
+        for pane in (app.hosts_pane, app.sessions_pane, app.outbox_pane):
+            dropped = {key for key, _, _ in pane.COLUMNS if key not in pane.columns}
+            assert set(pane.DROP_FIRST[: len(dropped)]) == dropped  # the first to drop
+        shown = {str(key.value) for key in app.sessions_pane.columns}
+        if size[0] <= 80:
+            assert not shown & {"join", "generation", "pid", "mode"}
+        assert {"host", "name", "native", "inbound"} <= shown
+        for whole in ("accept permission-mode-parity", "refused-by-receiver-policy"):
+            assert cells_cut_mid_word(app, whole) == [], whole
+        # The chats pane shows rows, not a bare border; at 80x24 more than two of them.
+        chats = [
+            line for line in pane_lines(app, "Chats") if "│ laptop" in line or "│ office" in line
+        ]
+        assert len(chats) >= (3 if size[1] >= 24 else 1)
+
+    drive(staged.app(), script, size=size)
+
+
+def test_every_column_is_back_at_160_columns(staged: Staged) -> None:
+    async def script(pilot: Pilot[None]) -> None:
+        app: Any = pilot.app
+        await loaded(pilot)
+        for pane in (app.hosts_pane, app.sessions_pane, app.outbox_pane):
+            assert [str(key.value) for key in pane.columns] == [k for k, _, _ in pane.COLUMNS]
+
+    drive(staged.app(), script)
+
+
+@pytest.mark.parametrize("width", [60, 72, 80, 100, 120])
+def test_the_footer_leaves_no_stray_character(staged: Staged, width: int) -> None:
+    async def script(pilot: Pilot[None]) -> None:
+        await loaded(pilot)
+        footer = screen_text(pilot.app).splitlines()[-1]
+        assert footer.rstrip().endswith("▏^p palette"), footer
+
+    drive(staged.app(), script, size=(width, 24))
+
+
+def inside_the_screen(app: Any) -> None:
+    """The dialog and every widget in it lie inside the terminal."""
+    screen = app.screen.region
+    dialog = app.screen.query_one("#dialog")
+    assert screen.contains_region(dialog.region), (dialog.region, screen)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (60, 15)])
+def test_every_dialog_fits_the_terminal_and_scrolls_below_it(
+    staged: Staged, size: tuple[int, int]
+) -> None:
+    async def script(pilot: Pilot[None]) -> None:
+        app: Any = pilot.app
+        await loaded(pilot)
+        await select_row(pilot, app.outbox_pane, staged.outbox["flaky"])
+        await pilot.press("r")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmResend), what="Send again")
+        loading = "Loading the proof"
+        await until(pilot, lambda: loading not in screen_text(app), what="the proof")
+        await settle(pilot)
+        inside_the_screen(app)
+        dialog = app.screen.query_one("#dialog")
+        cancel = app.screen.query_one("#no")
+        if size == (80, 24):
+            assert dialog.region.contains_region(cancel.region)  # Cancel whole
+            assert "Cancel (n)" in screen_text(app)
+        else:
+            assert dialog.max_scroll_y > 0  # too short: the dialog scrolls
+            dialog.scroll_end(animate=False)
+            await settle(pilot)
+            assert "Cancel (n)" in screen_text(app)
+        # Wrapped at words: no line of the dialog ends inside one.
+        assert "made once." in screen_text(app) or size != (80, 24)
+        await pilot.press("n")
+        for key, kind in (("f", FilterDialog), ("i", InviteDialog)):
+            await until(pilot, lambda: not isinstance(app.screen, ConfirmResend), what="closed")
+            await pilot.press(key)
+            await until(pilot, lambda kind=kind: isinstance(app.screen, kind), what=key)
+            await settle(pilot)
+            inside_the_screen(app)
+            await pilot.press("escape")
+        await pilot.press("question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
+        help_region = app.screen.query_one("#help").region
+        assert app.screen.region.contains_region(help_region)
+
+    drive(staged.app(), script, size=size)
