@@ -26,10 +26,17 @@ def counts_words(counts: dict[str, int]) -> str:
     return " · ".join(f"{counts[s]} {s}" for s in HEADER_STATES if counts.get(s))
 
 
-def unread_words(unread: int) -> str:
+def unread_words(unread: int, short: bool = False) -> str:
     if not unread:
         return ""
-    return f"{unread} unread notice{'s' * (unread != 1)} (n)"
+    if short:
+        return f"{unread} unread (!)"
+    return f"{unread} unread notice{'s' * (unread != 1)} (!)"
+
+
+# The header's line around its title: Textual's icon (8 cells) and clock space (10).
+HEADER_EDGES = 18
+Part = tuple[str, str]  # a piece of the header's line and its style
 
 
 class Attention(App[None]):
@@ -37,31 +44,50 @@ class Attention(App[None]):
 
     coordinator_state: str
     coordinator_words: str
+    coordinator_short: str
     counts: dict[str, int]
     unread = 0
     newest_notice = 0  # the newest notice in the ledger, as last read
-    notices_seen = 0  # the newest notice Dad has seen (`n` opened)
+    notices_seen = 0  # the newest notice Dad has seen (notices opened)
+    _header_titled = True  # the header's line starts with the app's title
+    _header_parts: tuple[Part, ...] = ()
 
     def _header(self) -> None:
-        """The main screen's header: the coordinator, the counts, the unread notices."""
-        parts = [self.coordinator_words, counts_words(self.counts), unread_words(self.unread)]
-        self.sub_title = " · ".join(part for part in parts if part)
+        """The main screen's header: the coordinator, the counts, the unread notices,
+        in the longest words that fit the terminal's width (no title, then fewer words,
+        before anything is cut)."""
+        room = self.size.width - HEADER_EDGES
+        for short, titled in ((False, True), (False, False), (True, True), (True, False)):
+            parts = self._parts(short=short, short_badge=short or not titled)
+            line = " · ".join(text for text, _ in parts)
+            if len(f"{self.title} — {line}" if titled else line) <= room:
+                break
+        self._header_titled, self._header_parts = titled, tuple(parts)
+        self.sub_title = line
+
+    def _parts(self, short: bool, short_badge: bool) -> list[Part]:
+        stopped = self.coordinator_state == STOPPED
+        words = self.coordinator_short if short else self.coordinator_words
+        parts = [(words, "bold $error" if stopped else "dim")]
+        counts = counts_words(self.counts)
+        if counts:
+            parts.append((counts, "$warning" if self.counts.get("expired") else ""))
+        if self.unread:
+            parts.append((unread_words(self.unread, short_badge), "bold $accent"))
+        return parts
+
+    def on_resize(self) -> None:
+        self._header()
 
     def format_title(self, title: str, sub_title: str) -> Content:
         """The header's line; a stopped coordinator stands out (red), so does mail."""
         if sub_title != self.sub_title or not sub_title:
             return super().format_title(title, sub_title)
-        style = "bold $error" if self.coordinator_state == STOPPED else "dim"
-        pieces: list[Content | tuple[str, str] | str] = [
-            Content(title),
-            (" — ", "dim"),
-            (self.coordinator_words, style),
-        ]
-        counts = counts_words(self.counts)
-        if counts:
-            pieces += [(" · ", "dim"), (counts, "$warning" if self.counts.get("expired") else "")]
-        if self.unread:
-            pieces += [(" · ", "dim"), (unread_words(self.unread), "bold $accent")]
+        pieces: list[Content | tuple[str, str] | str] = []
+        if self._header_titled:
+            pieces += [Content(title), (" — ", "dim")]
+        for number, part in enumerate(self._header_parts):
+            pieces += [(" · ", "dim"), part] if number else [part]
         return Content.assemble(*pieces)
 
     def _attention_read(self, counts: dict[str, int], unread: tuple[int, int]) -> None:
@@ -89,7 +115,7 @@ class Attention(App[None]):
         more = len(alerts) - MOST_TOASTS
         if more > 0:
             self.notify(
-                f"and {more} more: see the notices (n) and the outbox",
+                f"and {more} more: see the notices (!) and the outbox",
                 title="Coop",
                 severity="warning",
                 timeout=TOAST_SECONDS,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -46,6 +47,7 @@ class Coordination(App[None]):
     claim_told = False  # the status line has said who coordinates, at least once
     coordinator_state = NONE  # running, stopped or none, as the header says it
     coordinator_words = "coordinator: asking the ledger"  # the header's words for it
+    coordinator_short = "asking the ledger"  # the same, for a narrow terminal
 
     def _start_coordinator(self) -> None:
         """Coordinate here (auto) under the ledger's claim, or watch whoever holds it;
@@ -59,7 +61,7 @@ class Coordination(App[None]):
         if self._checking_claim:
             return  # a database server slow to answer costs one waiting thread, not more
         self._checking_claim = True
-        truth: tuple[str, str] | None = None
+        truth: Truth | None = None
         try:
             line = self._claim_line()
             truth = self._truth()
@@ -73,9 +75,9 @@ class Coordination(App[None]):
         if line is not None:
             self.call_from_thread(self._claim_told, line)
         if truth is not None:
-            self.call_from_thread(self._coordinator_told, *truth)
+            self.call_from_thread(self._coordinator_told, truth)
 
-    def _truth(self) -> tuple[str, str] | None:
+    def _truth(self) -> Truth | None:
         """The header's state and words for the coordinator, asked now: this app's own
         coordinator from its claim, any other from the ledger's claim and heartbeat."""
         with self._claim_guard:
@@ -86,12 +88,17 @@ class Coordination(App[None]):
                 holder = self._server.claim.holder
                 if self._coordinator.is_alive() and holder is not None:
                     return truth_of(Look(RUNNING, holder), self.office.name, now)
-                return STOPPED, "coordinator in this app stopped: deliveries are not moving"
+                return Truth(
+                    STOPPED,
+                    "coordinator in this app stopped: deliveries are not moving",
+                    "STOPPED: not moving",
+                )
             assert self.engine is not None
             return truth_of(ledger_claim(self.engine.db).look(), self.office.name, now)
 
-    def _coordinator_told(self, state: str, words: str) -> None:
-        self.coordinator_state, self.coordinator_words = state, words
+    def _coordinator_told(self, truth: Truth) -> None:
+        self.coordinator_state = truth.state
+        self.coordinator_words, self.coordinator_short = truth.words, truth.short
         if self._showing():
             self._header()
 
@@ -159,7 +166,17 @@ class Coordination(App[None]):
         def _status(self, text: str) -> None: ...
 
 
-def truth_of(look: Look, office: str, now: float) -> tuple[str, str]:
+@dataclass(frozen=True)
+class Truth:
+    """The coordinator as the header says it: its state, in a few words, and in fewer
+    for a narrow terminal."""
+
+    state: str
+    words: str
+    short: str
+
+
+def truth_of(look: Look, office: str, now: float) -> Truth:
     """The coordinator in the header's few words: running (who, last pass N s ago),
     stopped (who, N s ago: deliveries are not moving) or none (watch only)."""
     holder = look.holder
@@ -168,8 +185,12 @@ def truth_of(look: Look, office: str, now: float) -> tuple[str, str]:
     if look.state == RUNNING:
         passed = holder.last_pass_at if holder else None
         last = "no pass yet" if passed is None else f"last pass {ago(now, passed)}"
-        return RUNNING, f"coordinator running: {named}, {last}"
+        return Truth(RUNNING, f"coordinator running: {named}, {last}", f"running, {last}")
     if look.state == STOPPED and holder is not None:
         seen = ago(now, look.last_sign_of_life() or holder.started_at)
-        return STOPPED, f"coordinator stopped: {named}, last seen {seen}: deliveries are not moving"
-    return NONE, "no coordinator (watch only)"
+        return Truth(
+            STOPPED,
+            f"coordinator stopped: {named}, last seen {seen}: deliveries are not moving",
+            f"STOPPED {seen}: not moving",
+        )
+    return Truth(NONE, "no coordinator (watch only)", "watch only")

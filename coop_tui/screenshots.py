@@ -99,7 +99,7 @@ async def tour(pilot: Pilot[Any], camera: Camera) -> None:
     await camera.shoot(pilot, "chat-inspector")
     await pilot.press("escape")
 
-    await pilot.press("n")
+    await pilot.press("exclamation_mark")
     await until(pilot, lambda: isinstance(app.screen, NotificationsScreen), "notifications")
     await until(pilot, lambda: app.screen.query_one(NoticesTable).row_count > 0, "notices")
     await camera.shoot(pilot, "notifications")

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import DataTable, Footer, Header, Static
 
 from coop_engine import queries
 from coop_tui.screens.base import OfTheApp
@@ -47,19 +47,26 @@ class TakersTable(LedgerTable):
         ("tried", "WHEN", lambda r: cells.plain(_minute(r.get("searched_at")))),
         ("hold", "REFUSED UNTIL", lambda r: cells.plain(_minute(r.get("refused_until")), "red")),
     ]
+    # The answer (the engine's clash message is long) is what the review is for: the
+    # other columns leave, least needed first, before it is cut (with an ellipsis).
+    DROP_FIRST = ("mode", "todos", "host", "tried", "hold", "searched")
+    FLEX = "result"
+    FLEX_MIN = 56
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "enter",
+            "select_cursor",
+            "Adopt now",
+            id="adoption.adopt",
+            tooltip="Search the fleet for this chat and adopt it",
+        ),
+    ]
 
 
 class AdoptionScreen(OfTheApp, Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
             "escape", "app.pop_screen", "Back", id="adoption.back", tooltip="Back to the panes"
-        ),
-        Binding(
-            "a",
-            "adopt",
-            "Adopt now",
-            id="adoption.adopt",
-            tooltip="Search the fleet for this chat and adopt it",
         ),
         Binding(
             "d",
@@ -109,8 +116,9 @@ class AdoptionScreen(OfTheApp, Screen[None]):
         engine.dismiss_adoption(session_id, "dad")
         self.load()
 
-    def action_adopt(self) -> None:
-        row = self.query_one(TakersTable).selected()
+    @on(DataTable.RowSelected, "#takers")
+    def _taker_selected(self, event: DataTable.RowSelected) -> None:
+        row = self.query_one(TakersTable).rows_by_key.get(str(event.row_key.value))
         if row is None:
             self.notify("No CLI taker selected", severity="warning")
             return

@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, OptionList, Static
+from textual.widgets import Button, Footer, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from coop_engine import queries
@@ -48,6 +48,7 @@ class ConfirmResend(OfTheApp, ModalScreen[bool]):
             with Horizontal(classes="buttons"):
                 yield Button("Send again (y)", variant="warning", id="yes")
                 yield Button("Cancel (n)", id="no")
+        yield Footer()
 
     def on_mount(self) -> None:
         self.load()
@@ -135,6 +136,7 @@ class ConfirmWithdraw(ModalScreen[bool]):
             with Horizontal(classes="buttons"):
                 yield Button("Withdraw (y)", variant="warning", id="yes")
                 yield Button("Cancel (n)", id="no")
+        yield Footer()
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
@@ -164,6 +166,7 @@ class FilterDialog(ModalScreen[str | None]):
                 " (expired laptop); a todo as #12"
             )
             yield Input(value=self.current, placeholder="expired", id="filter-text")
+        yield Footer()
 
     @on(Input.Changed)
     def _changed(self, event: Input.Changed) -> None:
@@ -191,6 +194,7 @@ class AddTodoDialog(OfTheApp, ModalScreen[int | None]):
             yield Static("Title, then enter (a project is optional)")
             yield Input(placeholder="Fix the flaky importer test", id="todo-title")
             yield Input(placeholder="project (optional)", id="todo-project")
+        yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#todo-title", Input).focus()
@@ -249,6 +253,7 @@ class ConfirmRefusing(ModalScreen[bool]):
             with Horizontal(classes="buttons"):
                 yield Button("Invite anyway (y)", variant="warning", id="yes")
                 yield Button("Cancel (n)", id="no")
+        yield Footer()
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
@@ -294,6 +299,7 @@ class InviteDialog(OfTheApp, ModalScreen[tuple[int, str, str] | None]):
             )
             yield OptionList(id="todos")
             yield OptionList(id="chats")
+        yield Footer()
 
     def on_mount(self) -> None:
         chats = self.query_one("#chats", OptionList)

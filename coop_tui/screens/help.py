@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Static
+from textual.widgets import Footer, Static
 
 from coop_tui.widgets.cells import DONE, PENDING, UNKNOWN
 
@@ -77,10 +77,39 @@ GLOSSARY = (
 )
 
 
+# The keys of the tables, the screens and the dialogs (the app's own come from its
+# bindings); README.md's key table says the same, and a test keeps it so.
+KEYS_ELSEWHERE = (
+    (
+        "enter",
+        "Open",
+        "Macs: show its chats · chats: show its envelopes · outbox: delivery detail ·"
+        " notices: the envelope · adoption review: adopt now",
+    ),
+    ("j k ↓ ↑", "Move", "In every table: the next and the previous row"),
+    ("g G Home End", "First, last", "In every table: the first and the last row"),
+    ("PgUp PgDn", "Page", "In every table: a page up or down"),
+    ("s", "Sort", "Sort by the next column (again: reversed); or click a header"),
+    ("z", "Maximise", "The focused pane alone on the screen; z or escape restores"),
+    ("C", "Copy id", "Copy the selected row's full id to the clipboard (the terminal's)"),
+    (
+        "w",
+        "Withdraw",
+        "In the delivery detail, shown only where it can work: cancels an envelope"
+        " never sent, or asks Codex to take one back out of its queue",
+    ),
+    ("d", "Dismiss", "In the adoption review: stop showing a chat's search (the record stays)"),
+    ("ctrl+r", "Read again", "In the chat inspector: the registry and transcript again"),
+    ("J", "Raw JSON", "In the chat inspector: the registry entry as Claude Code wrote it"),
+    ("y n", "Yes, no", "In a confirmation: do it, or change nothing (esc too)"),
+    ("ctrl+p", "Commands", "Every action by name"),
+)
+
+
 class HelpScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
-            "escape,question_mark,q",
+            "escape,question_mark",
             "dismiss",
             "Close",
             id="help.close",
@@ -97,39 +126,8 @@ class HelpScreen(ModalScreen[None]):
                     Text(binding.description),
                     Text(binding.tooltip, style="dim"),
                 )
-        keys.add_row(
-            Text("enter", style="bold"),
-            Text("Open"),
-            Text(
-                "Macs: show its chats · chats: show its envelopes · outbox: delivery detail",
-                style="dim",
-            ),
-        )
-        for key, what, why in (
-            ("j k ↓ ↑", "Move", "In every table: the next and the previous row"),
-            ("g G home end", "First, last", "In every table: the first and the last row"),
-            ("pgup pgdn", "Page", "In every table: a page up or down"),
-            ("s", "Sort", "Sort by the next column (again: reversed); or click a header"),
-            ("z", "Maximise", "The focused pane alone on the screen; z or escape restores"),
-            ("C", "Copy id", "Copy the selected row's full id to the clipboard (the terminal's)"),
-            ("ctrl+r", "Read again", "In the chat inspector: the registry and transcript again"),
-            ("J", "Raw JSON", "In the chat inspector: the registry entry as Claude Code wrote it"),
-        ):
+        for key, what, why in KEYS_ELSEWHERE:
             keys.add_row(Text(key, style="bold"), Text(what), Text(why, style="dim"))
-        keys.add_row(
-            Text("w", style="bold"),
-            Text("Withdraw"),
-            Text(
-                "In the delivery detail, shown only where it can work: cancels an envelope"
-                " never sent, or asks Codex to take one back out of its queue",
-                style="dim",
-            ),
-        )
-        keys.add_row(
-            Text("ctrl+p", style="bold"),
-            Text("Commands"),
-            Text("Every action by name", style="dim"),
-        )
         marks = Table.grid(padding=(0, 2))
         for letter, meaning in FACT_LEGEND:
             marks.add_row(Text(letter, style="bold"), Text(meaning))
@@ -157,3 +155,4 @@ class HelpScreen(ModalScreen[None]):
             )
             yield Static(Text("\nWords", style="bold underline"))
             yield Static(words)
+        yield Footer()

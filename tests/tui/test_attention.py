@@ -48,7 +48,7 @@ def test_the_header_says_no_coordinator_and_counts_what_may_need_dad(staged: Sta
         line = header(app)
         assert "no coordinator (watch only)" in line
         assert "3 expired · 1 held · 2 pending" in line
-        assert "3 unread notices (n)" in line
+        assert "3 unread notices (!)" in line
 
     drive(watching(staged), script)
 
@@ -102,7 +102,7 @@ def test_an_expiry_raises_one_toast_with_its_reason_in_words_and_moves_the_count
         assert "the receiver held it for approval and the dialog expired" in message
         await until(pilot, lambda: "4 expired · 2 pending" in header(app), WAIT, "the counts")
         assert "held" not in header(app)
-        assert "4 unread notices (n)" in header(app)
+        assert "4 unread notices (!)" in header(app)
 
     drive(watching(staged), script)
 
@@ -201,7 +201,7 @@ def test_notices_name_their_chat_mac_and_todo_and_enter_opens_the_envelope(
         app: Any = pilot.app
         await loaded(pilot)
         await until(pilot, lambda: "3 unread notices" in header(app), WAIT, "the badge")
-        await pilot.press("n")
+        await pilot.press("exclamation_mark")
         await until(pilot, lambda: isinstance(app.screen, NotificationsScreen), WAIT, "notices")
         table = app.screen.query_one(NoticesTable)
         await until(pilot, lambda: table.row_count > 0, WAIT, "the notices")

@@ -156,7 +156,7 @@ def test_adopting_a_cli_taker_from_the_review_enrolls_it(staged: Staged) -> None
         assert "laptop: none; office: none" in shown
         assert "refused: another enrollment names this chat on office" in shown
         await select_row(pilot, table, key)
-        await pilot.press("a")
+        await pilot.press("enter")
         await until(pilot, lambda: any("adopted" in t for t in toasts(app)), what="adopted")
         session = Session.get(Session.native_id == taker.session_id)
         assert (session.mode, session.surface, session.generation) == ("managed", "native", 2)
@@ -329,6 +329,9 @@ def test_help_lists_every_key_and_the_fact_marks(staged: Staged) -> None:
         shown = screen_text(app)
         for binding in app.BINDINGS:
             assert binding.description in shown
+        app.screen.query_one("#help").scroll_end(animate=False)
+        await settle(pilot)
+        shown = screen_text(app)
         assert "accepted: a final carried COOP_ACCEPT with the invitation's nonce" in shown
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, HelpScreen), what="closed")
@@ -340,7 +343,7 @@ def test_notifications_show_what_dad_was_told_newest_first(staged: Staged) -> No
     async def script(pilot: Pilot[None]) -> None:
         app: Any = pilot.app
         await loaded(pilot)
-        await pilot.press("n")
+        await pilot.press("exclamation_mark")
         await until(pilot, lambda: isinstance(app.screen, NotificationsScreen), what="notices")
         table = app.screen.query_one(NoticesTable)
         await until(pilot, lambda: table.row_count == 3, what="three notices")
@@ -414,9 +417,10 @@ def test_bindings_of_the_panes_do_nothing_over_another_screen(staged: Staged) ->
         await select_row(pilot, app.outbox_pane, staged.outbox["locked"])
         await pilot.press("a")
         await until(pilot, lambda: isinstance(app.screen, AdoptionScreen), what="review")
-        await pilot.press("r", "1", "i")
+        depth = len(app.screen_stack)
+        await pilot.press("r", "1", "i", "a", "exclamation_mark")
         await settle(pilot)
-        assert isinstance(app.screen, AdoptionScreen)
+        assert isinstance(app.screen, AdoptionScreen) and len(app.screen_stack) == depth
         assert "Send again" not in screen_text(app).splitlines()[-1]
 
     drive(staged.app(), script)
@@ -475,7 +479,7 @@ def test_j_k_g_G_home_end_and_pages_move_in_every_table(staged: Staged) -> None:
         await loaded(pilot)
         for pane in (app.hosts_pane, app.sessions_pane, app.outbox_pane):
             await moves_like_vim(pilot, pane)
-        await pilot.press("n")
+        await pilot.press("exclamation_mark")
         await until(pilot, lambda: isinstance(app.screen, NotificationsScreen), what="notices")
         notices = app.screen.query_one(NoticesTable)
         await until(pilot, lambda: notices.row_count == 3, what="three notices")

@@ -200,3 +200,78 @@ def test_every_dialog_fits_the_terminal_and_scrolls_below_it(
         assert app.screen.region.contains_region(help_region)
 
     drive(staged.app(), script, size=size)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+def test_the_header_says_it_in_fewer_words_before_anything_is_cut(
+    staged: Staged, size: tuple[int, int]
+) -> None:
+    async def script(pilot: Pilot[None]) -> None:
+        app: Any = pilot.app
+        app.CLAIM_CHECK_SECONDS = 0.2
+        await loaded(pilot)
+        await until(pilot, lambda: "watch only" in header_line(app), what="the coordinator")
+        await until(pilot, lambda: "unread" in header_line(app), what="the badge")
+        line = header_line(app)
+        assert "…" not in line
+        assert "3 expired · 1 held · 2 pending" in line
+        if size[0] == 80:
+            assert "watch only · 3 expired" in line and "3 unread (!)" in line
+            assert "Coop —" not in line and "no coordinator" not in line
+        else:
+            assert "Coop — no coordinator (watch only) · 3 expired" in line
+            assert "3 unread notices (!)" in line
+        # Narrower still, then wide again: the header follows the terminal.
+        await pilot.resize_terminal(60, 15)
+        await settle(pilot)
+        assert "watch only · 3 expired" in header_line(app)
+        await pilot.resize_terminal(160, 48)
+        await settle(pilot)
+        assert "no coordinator (watch only)" in header_line(app)
+
+    drive(staged.app(), script, size=size)
+
+
+def header_line(app: Any) -> str:
+    return " ".join(screen_text(app).splitlines()[0].split())
+
+
+def test_a_confirmation_shows_its_own_keys_in_its_footer(staged: Staged) -> None:
+    async def script(pilot: Pilot[None]) -> None:
+        app: Any = pilot.app
+        await loaded(pilot)
+        await select_row(pilot, app.outbox_pane, staged.outbox["flaky"])
+        await pilot.press("r")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmResend), what="Send again")
+        await settle(pilot)
+        footer = " ".join(screen_text(app).splitlines()[-1].split())
+        assert "y Send again" in footer and "Cancel" in footer, footer
+        assert "Notices" not in footer and "Adoption" not in footer, footer
+
+    drive(staged.app(), script, size=(80, 24))
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+def test_the_adoption_review_drops_columns_before_the_answer_is_cut(
+    staged: Staged, size: tuple[int, int]
+) -> None:
+    from coop_tui.screens.adoption import AdoptionScreen, TakersTable
+
+    async def script(pilot: Pilot[None]) -> None:
+        app: Any = pilot.app
+        await loaded(pilot)
+        await pilot.press("a")
+        await until(pilot, lambda: isinstance(app.screen, AdoptionScreen), what="the review")
+        table = app.screen.query_one(TakersTable)
+        await until(pilot, lambda: table.row_count == 2, what="the two takers")
+        await settle(pilot)
+        answer = "refused: another enrollment names this chat on office"
+        assert answer in screen_text(app)
+        dropped = {key for key, _, _ in table.COLUMNS if key not in table.columns}
+        assert set(table.DROP_FIRST[: len(dropped)]) == dropped  # the first to drop
+        if size[0] == 80:
+            assert {"hold", "searched"} <= dropped
+        else:
+            assert "hold" not in dropped and "2026-05-06 09:07 UTC" in screen_text(app)
+
+    drive(staged.app(), script, size=size)

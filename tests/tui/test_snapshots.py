@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from tuikit import SIZE, Staged, loaded, select_row, settle, until
+from tuikit import SIZE, Staged, freeze_cursors, loaded, select_row, settle, until
 
 from coop_tui.screens.adoption import AdoptionScreen
 from coop_tui.screens.delivery import DeliveryScreen
@@ -28,6 +28,7 @@ def shoot(snap_compare: Any, staged: Staged, steps: Steps | None = None) -> None
         await loaded(pilot)
         if steps is not None:
             await steps(pilot)
+        freeze_cursors(pilot.app)
         await settle(pilot)
 
     assert snap_compare(staged.app(), terminal_size=SIZE, run_before=run_before)
@@ -107,7 +108,7 @@ def test_chat_inspector(snap_compare: Any, staged: Staged) -> None:
 def test_notifications(snap_compare: Any, staged: Staged) -> None:
     async def steps(pilot: Pilot[None]) -> None:
         app: Any = pilot.app
-        await pilot.press("n")
+        await pilot.press("exclamation_mark")
         await until(pilot, on_screen(pilot, NotificationsScreen), what="notices")
         await until(pilot, lambda: app.screen.query_one(NoticesTable).row_count, what="rows")
 

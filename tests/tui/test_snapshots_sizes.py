@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 from textual.widgets import OptionList
-from tuikit import Staged, loaded, select_row, settle, until
+from tuikit import Staged, freeze_cursors, loaded, select_row, settle, until
 
 from coop_tui.screens.delivery import DeliveryScreen
 from coop_tui.screens.dialogs import (
@@ -36,6 +36,7 @@ def shoot(
         await loaded(pilot)
         if steps is not None:
             await steps(pilot)
+        freeze_cursors(pilot.app)
         await settle(pilot)
 
     assert snap_compare(staged.app(), terminal_size=size, run_before=run_before)

@@ -633,6 +633,14 @@ async def settle(pilot: Pilot[None], timeout: float = 20.0) -> None:
     await pilot.pause()
 
 
+def freeze_cursors(app: Any) -> None:
+    """Every text cursor on screen shown steadily: a snapshot never catches a blink."""
+    from textual.widgets import Input
+
+    for typed in app.screen.query(Input):
+        typed.cursor_blink = False
+
+
 def row_index(table: Any, key: str) -> int:
     return int(table.get_row_index(key))
 
