@@ -216,8 +216,9 @@ def socket_verdict(entry: RegistryEntry, parents: dict[str, str | None] | None =
     """ "ok", or why a frame could not be sent to this entry now."""
     if not entry.live:
         return "not live (exited, or the pid was reused)"
-    if entry.data.get("peerProtocol") != 1:
-        return f"peer protocol {entry.data.get('peerProtocol')!r}, not 1"
+    protocol = entry.data.get("peerProtocol")
+    if type(protocol) is not int or protocol != 1:  # JSON true is not protocol 1
+        return f"peer protocol {protocol!r}, not 1"
     path = entry.data.get("messagingSocketPath")
     if not isinstance(path, str) or not path:
         return "inbox not published"

@@ -1,58 +1,50 @@
-"""The two processes of test_kill.
+"""The process test_kill kills: delivery cycles through Coop's own door, forever.
 
-    kill_child.py receiver SOCKET LOG   a Unix socket server: every complete line it
-                                        receives is appended to LOG and flushed
-    kill_child.py cycles HOME SOCKET    delivery cycles against the real ledger, forever
+    kill_child.py cycles HOME CONFIG_DIR CHAT MANAGED_DIR EPOCH
 
-A cycle is what the coordinator does for one envelope: add a todo, invite a chat,
-record the intent (pending -> uncertain) BEFORE any I/O, then connect, send the
-envelope id as one line, shut down the write side, close, and record the transport.
-Both print "ready" once set up, so the test knows when kills land inside cycles.
+A cycle adds a todo, invites the chat `CHAT` (on the Mac "office", whose Claude folder
+is CONFIG_DIR), and runs one coordinator pass: `Coordinator.tick`, the same pass `coop
+tick` runs, so the envelope goes through the Claude door exactly as it does in use (the
+two readings, the prediction, the intent recorded, the host's third read and the write,
+the transport recorded), and the passes observe receipts and decide verdicts. Nothing
+of the delivery is copied here: moving Coop's intent after the send is what the test
+must see.
+
+The engine's clock runs SPEED times as fast as real time from EPOCH (the same in every
+child), so the receiver's admission limits, which Coop paces itself inside, never hold
+a cycle up. Prints "ready" once set up, so the test knows when kills land in cycles.
 """
 
 from __future__ import annotations
 
-import socket
 import sys
+import time
 from pathlib import Path
 
-
-def receiver(path: str, log_path: str) -> None:
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(path)
-    server.listen(64)
-    print("ready", flush=True)
-    with open(log_path, "a", encoding="utf-8") as log:
-        while True:
-            conn, _ = server.accept()
-            with conn:
-                data = b""
-                while chunk := conn.recv(65536):
-                    data += chunk
-            # A sender killed mid-write leaves a torn line: only complete lines count.
-            for line in data.split(b"\n")[:-1]:
-                log.write(line.decode() + "\n")
-                log.flush()
+SPEED = 100.0
 
 
-def cycles(home: str, path: str) -> None:
+def cycles(home: str, config_dir: str, chat: str, managed_dir: str, epoch: str) -> None:
     from coop_engine.db import open_ledger
     from coop_engine.engine import Engine
+    from coop_engine.loop.coordinator import Coordinator
+    from hosts.mac.local import LocalHost
 
-    engine = Engine(open_ledger(Path(home)))
+    start = float(epoch)
+
+    def clock() -> float:
+        return start + (time.time() - start) * SPEED
+
+    engine = Engine(open_ledger(Path(home)), clock=clock)
+    office = LocalHost("office", config_dir=Path(config_dir), managed_dir=Path(managed_dir))
+    coordinator = Coordinator(engine, {"office": office}, log=lambda line: None)
     print("ready", flush=True)
-    cursor = {"host": "office", "native_session": "kill-test", "offset": 0}
     while True:
         todo = engine.add_todo("Survive SIGKILL")["id"]
-        outbox = engine.invite(todo, "claude:kill-test-receiver", "office")["outbox"]
-        attempt = engine.mark_uncertain(outbox, cursor)["attempt"]
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-            conn.connect(path)
-            conn.sendall(outbox.encode() + b"\n")
-            conn.shutdown(socket.SHUT_WR)
-        engine.record_transport(outbox, attempt, {"ok": True, "written": True})
+        engine.invite(todo, chat, "office")
+        coordinator.tick()
 
 
 if __name__ == "__main__":
     mode, *args = sys.argv[1:]
-    {"receiver": receiver, "cycles": cycles}[mode](*args)
+    {"cycles": cycles}[mode](*args)

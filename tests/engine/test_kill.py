@@ -1,44 +1,62 @@
 """DESIGN.md section 11: SIGKILL real delivery cycles at random points, many times.
 
-A child process runs cycles against a real SQLite ledger and a real Unix socket
-receiver; the test kills it at random moments and restarts it. After every kill, no
-envelope the receiver got may look unsent, none may have been sent twice, and the
-database must pass its integrity check.
+A child process (kill_child.py) runs Coop's own delivery: coordinator passes through the
+Claude door into a real simulated chat, over a real SQLite ledger and the chat's real
+private socket. The test kills it and starts it again, many times: at random moments,
+and the moment the chat's inbox has the frame (when only the records after the write
+are left to do). After every kill, no envelope the chat received may look unsent, none
+may have been sent twice, and the database must pass its integrity check. Coop records
+its intent before the write, so a kill just after the write leaves an uncertain send,
+never a pending one: moving the intent after the send in the door fails here.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import select
-import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from hosts.sim.launch import SimChat, SimFleet
+
+from .kill_child import SPEED
 
 pytestmark = pytest.mark.kill
 
 CHILD = Path(__file__).with_name("kill_child.py")
 REPO = CHILD.parents[2]
 MIN_KILLS = 60
-MAX_KILLS = 200
-BUDGET_SECONDS = 45.0
-# Where the newest cycle was when the kill landed, from what the ledger and log show.
+MAX_KILLS = 300
+AT_THE_WRITE = 3  # every third kill waits for a frame to reach the chat, then kills
+# Only bound a hang (a child that never gets ready, a chat that never reads).
+READY_SECONDS = 60.0
+HANG_SECONDS = 60.0
+# Where the newest cycle was when the kill landed, from what the ledger and inbox show.
 PHASES = ("todo added", "invited", "intent recorded", "written", "acknowledged")
 MUST_HIT = {"todo added", "invited", "written", "acknowledged"}
 
 
-def start(*args: str) -> subprocess.Popen[str]:
+@dataclass
+class Receiver:
+    chat: SimChat
+    managed: Path  # where the office's managed settings would be (none)
+
+
+def start(home: Path, receiver: Receiver, epoch: float) -> subprocess.Popen[str]:
+    args = [str(home), str(receiver.chat.config_dir), receiver.chat.ref, str(receiver.managed)]
     return subprocess.Popen(
-        [sys.executable, str(CHILD), *args],
+        [sys.executable, str(CHILD), "cycles", *args, repr(epoch)],
         stdout=subprocess.PIPE,
         text=True,
         cwd=REPO,
@@ -46,31 +64,34 @@ def start(*args: str) -> subprocess.Popen[str]:
     )
 
 
-def wait_ready(process: subprocess.Popen[str], timeout: float = 20.0) -> None:
+def wait_ready(process: subprocess.Popen[str]) -> None:
     assert process.stdout is not None
-    ready, _, _ = select.select([process.stdout], [], [], timeout)
+    ready, _, _ = select.select([process.stdout], [], [], READY_SECONDS)
     assert ready and process.stdout.readline().strip() == "ready"
 
 
 @pytest.fixture
-def receiver(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    # A short directory: a Unix socket path must fit in about 104 bytes.
-    folder = tempfile.mkdtemp(prefix="coopk")
-    path, log = os.path.join(folder, "inbox.sock"), tmp_path / "received.log"
-    log.touch()
-    process = start("receiver", path, str(log))
+def receiver(tmp_path: Path) -> Iterator[Receiver]:
+    """A simulated chat that declines every invitation at once (so nothing stays open),
+    its clock scaled to the engine's: its admission limits are the ones Coop paces for."""
+    fleet = SimFleet(tmp_path / "claude")
+    managed = tmp_path / "managed"
+    managed.mkdir()
     try:
-        wait_ready(process)
-        yield path, log
+        chat = fleet.start(
+            "--answer", "decline", "--think", "0", env={"COOP_SIM_TIME_SCALE": repr(1 / SPEED)}
+        )
+        yield Receiver(chat, managed)
     finally:
-        process.kill()
-        process.wait()
-        process.stdout.close()  # type: ignore[union-attr]
-        shutil.rmtree(folder, ignore_errors=True)
+        fleet.stop_all()
 
 
-def received(log: Path) -> list[str]:
-    return log.read_text().splitlines()
+def received(chat: SimChat) -> list[str]:
+    """The outbox id of every complete frame the chat's inbox read, in order."""
+    if not chat.frame_log.exists():
+        return []
+    complete = chat.frame_log.read_bytes().split(b"\n")[:-1]
+    return [json.loads(line)["msg_id"] for line in complete if line.strip()]
 
 
 def ledger_rows(db: Path) -> tuple[str, dict[str, tuple[str, float | None]], int]:
@@ -85,11 +106,11 @@ def ledger_rows(db: Path) -> tuple[str, dict[str, tuple[str, float | None]], int
     return integrity, {r[0]: (r[1], r[2]) for r in rows}, newest
 
 
-def check(db: Path, log: Path) -> int:
+def check(db: Path, chat: SimChat) -> int:
     """The invariants after a kill. Returns the newest todo id."""
     integrity, envelopes, newest = ledger_rows(db)
     assert integrity == "ok"
-    logged = received(log)
+    logged = received(chat)
     sent_twice = [envelope for envelope, n in Counter(logged).items() if n > 1]
     assert not sent_twice, f"sent twice without a decision: {sent_twice}"
     for envelope in logged:
@@ -100,11 +121,13 @@ def check(db: Path, log: Path) -> int:
 
 
 def phase_of(db: Path, logged: set[str], todo: int) -> str:
+    """Where the cycle of this todo was when the kill landed, read right after it."""
     conn = sqlite3.connect(db)
     try:
         found = conn.execute(
             "SELECT o.id, o.state, o.transport_at FROM engine_outbox o "
-            "JOIN engine_dispatches d ON o.dispatch_id = d.id WHERE d.todo_id = ?",
+            "JOIN engine_dispatches d ON o.dispatch_id = d.id WHERE d.todo_id = ? "
+            "AND o.kind = 'invitation'",
             (todo,),
         ).fetchone()
     finally:
@@ -112,60 +135,68 @@ def phase_of(db: Path, logged: set[str], todo: int) -> str:
     if found is None:
         return "todo added"
     envelope, state, transport_at = found
-    if state == "pending":
-        return "invited"
     if transport_at is not None:
         return "acknowledged"
-    return "written" if envelope in logged else "intent recorded"
+    if envelope in logged:
+        return "written"
+    return "invited" if state == "pending" else "intent recorded"
 
 
-def test_sigkill_never_leaves_a_sent_envelope_looking_unsent(tmp_path, receiver):
-    socket_path, log = receiver
+def kill_at_the_write(child: subprocess.Popen[str], chat: SimChat) -> None:
+    """SIGKILL the child the moment the chat's inbox has read one more frame."""
+    before = len(received(chat))
+    deadline = time.monotonic() + HANG_SECONDS
+    while len(received(chat)) == before:
+        assert child.poll() is None, "the child exited by itself"
+        assert time.monotonic() < deadline, "no frame reached the chat"
+        time.sleep(0.0005)
+    child.send_signal(signal.SIGKILL)
+
+
+def test_sigkill_never_leaves_a_sent_envelope_looking_unsent(
+    tmp_path: Path, receiver: Receiver
+) -> None:
+    chat = receiver.chat
     home = tmp_path / "home"
     db = home / "coop.db"
     rng = random.Random(os.environ.get("COOP_KILL_SEED"))
-    newest_at_kill: list[int] = []
-    deadline = time.monotonic() + BUDGET_SECONDS
+    epoch = time.time()
+    hit: set[str] = set()
+    newest = 0
     kills = 0
-    while kills < MAX_KILLS and time.monotonic() < deadline:
-        child = start("cycles", str(home), socket_path)
+    while kills < MAX_KILLS:
+        child = start(home, receiver, epoch)
         if kills % 5 == 4:
             time.sleep(rng.uniform(0.005, 0.060))  # may land in start-up or schema creation
+            child.send_signal(signal.SIGKILL)
+        elif kills % AT_THE_WRITE == 0:
+            wait_ready(child)
+            kill_at_the_write(child, chat)
         else:
             wait_ready(child)
-            time.sleep(rng.uniform(0.0, 0.060))
-        child.send_signal(signal.SIGKILL)
+            time.sleep(rng.uniform(0.0, 0.300))  # a pass or two
+            child.send_signal(signal.SIGKILL)
         child.wait()
         child.stdout.close()  # type: ignore[union-attr]
         kills += 1
-        if db.exists():
-            newest_at_kill.append(check(db, log))
-        if kills >= MIN_KILLS and _phases(db, log, newest_at_kill) >= MUST_HIT:
+        if not db.exists():
+            continue
+        # Read at once: the next child's passes move this cycle's envelope on.
+        newest_before, newest = newest, check(db, chat)
+        if newest != newest_before:  # a kill before the child's first todo tells nothing
+            hit.add(phase_of(db, set(received(chat)), newest))
+        if kills >= MIN_KILLS and hit >= MUST_HIT:
             break
 
-    # Let the receiver finish reading whatever the last child wrote.
-    acknowledged: set[str] = set()
-    for _ in range(50):
+    # The chat reads what the last child wrote a moment later: wait for every
+    # acknowledged envelope to be in its inbox's log (a hang is the only bound).
+    deadline = time.monotonic() + HANG_SECONDS
+    while True:
         _, envelopes, _ = ledger_rows(db)
         acknowledged = {e for e, (_, at) in envelopes.items() if at is not None}
-        if acknowledged <= set(received(log)):
+        if acknowledged <= set(received(chat)):
             break
-        time.sleep(0.1)
-    check(db, log)
-    assert kills >= MIN_KILLS
-    assert acknowledged <= set(received(log)), "a transport was recorded for bytes never sent"
-    hit = _phases(db, log, newest_at_kill)
-    assert hit >= MUST_HIT, f"kills landed only in {sorted(hit)}"
-
-
-def _phases(db: Path, log: Path, newest_at_kill: list[int]) -> set[str]:
-    """Which phase of its newest cycle each kill interrupted (kills that came before a
-    child's first cycle are not counted)."""
-    logged = set(received(log))
-    hit = set()
-    previous = 0
-    for newest in newest_at_kill:
-        if newest != previous:
-            hit.add(phase_of(db, logged, newest))
-        previous = newest
-    return hit
+        assert time.monotonic() < deadline, "a transport was recorded for bytes never sent"
+        time.sleep(0.05)
+    check(db, chat)
+    assert hit >= MUST_HIT, f"kills landed only in {sorted(hit)} after {kills} kills"
