@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST := $(PY) -m pytest
 
-.PHONY: demo test test-fast bench check screenshots reliability system-programs clean
+.PHONY: demo test test-fast bench check screenshots reliability mutants system-programs clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,14 @@ bench: $(VENV)/.installed-test system-programs
 	@status=0; for bench in tests/bench/bench_*.py; do \
 		$(PY) -m tests.bench.$$(basename $$bench .py) || status=1; \
 	done; exit $$status
+
+# The curated mutation suite (tests/mutants/): each mutant breaks one safety rule in a
+# copy of the tree, and the tests named for it must fail. Prints one line per mutant,
+# then `MUTANTS total=N killed=K`; fails unless every one is killed. About five minutes.
+# (`make test` only checks that every mutant still applies: tests/mutants/test_catalog.py.)
+JOBS ?= 2
+mutants: $(VENV)/.installed-test system-programs
+	$(PY) -m tests.mutants.run --jobs $(JOBS)
 
 # SIGKILLs `coop serve` 1,000 times mid-delivery; prints `RELIABILITY kills=... lost=...`.
 # (`make test` runs the same harness with 50 kills.) About ten minutes.

@@ -98,6 +98,20 @@ def spoil_meta(value: Any) -> Callable[[dict[str, Any]], None]:
     return lambda entry: _set_meta(entry, value)
 
 
+def spoil_whole_origin(value: Any) -> Callable[[dict[str, Any]], None]:
+    def spoil(entry: dict[str, Any]) -> None:
+        holder = entry["attachment"] if entry["type"] == "attachment" else entry
+        holder["origin"] = value
+
+    return spoil
+
+
+def drop_origin(entry: dict[str, Any]) -> None:
+    """No origin at all: the entry is still named by its uuid (or source_uuid)."""
+    holder = entry["attachment"] if entry["type"] == "attachment" else entry
+    del holder["origin"]
+
+
 # Each spoils one provenance field and nothing else; the problem the sighting names.
 SPOILS: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "origin.kind human": (spoil_origin("kind", "human"), "origin.kind is 'human', not 'peer'"),
@@ -118,6 +132,11 @@ SPOILS: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "origin.from another sender": (
         spoil_origin("from", "uds:/run/user/501/cc-socks/777.sock"),
         "origin.from is 'uds:/run/user/501/cc-socks/777.sock', not 'cwkCoop'",
+    ),
+    "origin missing": (drop_origin, "no origin"),
+    "origin not an object": (
+        spoil_whole_origin("peer"),
+        "no origin",
     ),
 }
 SHAPES: dict[str, Callable[[], dict[str, Any]]] = {

@@ -6,11 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from peewee import fn
 
 from coop_engine import queries
 from coop_engine.errors import Conflict
 from coop_engine.loop.adoption import AdoptionPass
 from coop_engine.models import Event, Session
+from coop_engine.queries.status import alerts_between
 
 from .support import HOST
 
@@ -67,3 +69,18 @@ def test_a_chat_never_searched_has_nothing_to_dismiss(steps):
     taker = steps.cli_taker()
     with pytest.raises(Conflict):
         steps.engine.dismiss_adoption(taker["session"], "dad")
+
+
+def test_an_adopted_chat_is_routine_and_a_refused_adoption_is_an_alert(steps):
+    before = Event.select(fn.MAX(Event.id)).scalar() or 0
+    adopted = adopt(steps, {HOST: Answers(1)})
+    assert adopted["result"].startswith("adopted")
+    assert alerts_between(before) == []  # routine: nothing for Dad to decide
+    taker = steps.cli_taker()
+    steps.engine.record_adoption_search(
+        taker["session"],
+        {"searched": [{"host": HOST, "matches": 1}], "found": HOST, "result": "refused: clash"},
+        refused=True,
+    )
+    [alert] = alerts_between(before)
+    assert (alert["kind"], alert["text"]) == ("adoption-refused", "adoption refused: clash")

@@ -1,0 +1,27 @@
+"""One coordinator per ledger (issue 12): while one process holds a SQLite ledger's
+claim, another's take is refused naming the holder, and the claim is free once let go.
+Two claims in one process are two claimants as well: each is its own open file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from coop_engine.loop.claim import Claimed, SqliteClaim
+
+
+def test_a_held_claim_refuses_a_second_taker_until_it_is_let_go(tmp_path: Path) -> None:
+    ledger = tmp_path / "coop.db"
+    first, second = SqliteClaim(ledger), SqliteClaim(ledger)
+    holder = first.take("office", "serve")
+    try:
+        with pytest.raises(Claimed):
+            second.take("laptop", "app")
+        assert second.holder is None
+        assert first.look().state == "running"
+    finally:
+        first.release()
+    assert second.take("laptop", "app").host == "laptop"
+    second.release()
+    assert holder.host == "office"

@@ -1,0 +1,16 @@
+"""The catalog: every mutant of the suite, by area. Ids are unique across areas."""
+
+from __future__ import annotations
+
+from ..mutant import Mutant
+from . import adoption, app, door, fleet, ledger, native, policy
+
+MUTANTS: tuple[Mutant, ...] = (
+    *native.MUTANTS,
+    *door.MUTANTS,
+    *policy.MUTANTS,
+    *ledger.MUTANTS,
+    *adoption.MUTANTS,
+    *fleet.MUTANTS,
+    *app.MUTANTS,
+)

@@ -1,0 +1,105 @@
+"""What Dad sees and is told ([5/6], DESIGN 9): the header's truth about the coordinator,
+alerts only for decisions, the notifier's argv, a terminal's width, one meaning per key."""
+
+from __future__ import annotations
+
+from ..mutant import Mutant
+
+ATTENTION = "coop_tui/attention.py"
+COORDINATION = "coop_tui/coordination.py"
+STATUS = "coop_engine/queries/status.py"
+NOTIFIER = "coop_engine/loop/notifier.py"
+RESPONSIVE = "tests/tui/test_responsive.py"
+HEADER = f"{RESPONSIVE}::test_the_header_says_it_in_fewer_words_before_anything_is_cut"
+TOASTS = "tests/tui/test_attention.py"
+NOTIFY = "tests/coordinator/test_notifier.py"
+
+MUTANTS = (
+    Mutant(
+        "header-claims-a-stopped-coordinator-runs",
+        "the coordinator's truth in the header: a claim whose heartbeat stopped is stopped",
+        COORDINATION,
+        "    if look.state == STOPPED and holder is not None:\n",
+        "    if False:\n",
+        (f"{TOASTS}::test_the_header_follows_the_heartbeat_from_running_to_stopped",),
+    ),
+    Mutant(
+        "header-never-shortens",
+        "fits the terminal: the header says it in fewer words before anything is cut",
+        ATTENTION,
+        "((False, True), (False, False), (True, True), (True, False))",
+        "((False, True),)",
+        (HEADER,),
+    ),
+    Mutant(
+        "header-ignores-a-resize",
+        "fits the terminal: the header follows the terminal's width",
+        ATTENTION,
+        "    def on_resize(self) -> None:\n        self._header()\n",
+        "    def on_resize(self) -> None:\n        pass\n",
+        (HEADER,),
+    ),
+    Mutant(
+        "routine-hold-raises-nothing",
+        "alerts that respect attention: a hold seen needs a decision and raises one",
+        STATUS,
+        '    if event.command == "record_held":\n',
+        '    if event.command == "record_held_never":\n',
+        (f"{TOASTS}::test_routine_events_raise_no_toast_and_a_hold_seen_raises_one",),
+    ),
+    Mutant(
+        "routine-adoption-raises-a-toast",
+        "alerts that respect attention: an adoption that succeeded is routine",
+        STATUS,
+        '        if result.startswith("refused"):\n',
+        "        if result:\n",
+        (
+            "tests/engine/test_adoption_record.py"
+            "::test_an_adopted_chat_is_routine_and_a_refused_adoption_is_an_alert",
+        ),
+        select="sqlite",
+    ),
+    Mutant(
+        "notifier-ignores-quiet",
+        "the notifier: quiet = true tells nothing",
+        NOTIFIER,
+        '        return not self.settings.quiet and alert.get("kind") in self.settings.on\n',
+        '        return alert.get("kind") in self.settings.on\n',
+        (f"{NOTIFY}::test_quiet_tells_nothing_and_on_keeps_only_the_events_it_names",),
+    ),
+    Mutant(
+        "notify-send-unescaped",
+        "the notifier: chat text reaches notify-send as argv with its markup escaped",
+        NOTIFIER,
+        '            return [notify_send, "--app-name=Coop", "--", title, html.escape(message)]\n',
+        '            return [notify_send, "--app-name=Coop", "--", title, message]\n',
+        (f"{NOTIFY}::test_linux_notify_send_gets_argv_with_its_markup_escaped",),
+    ),
+    Mutant(
+        "confirmation-without-its-own-keys",
+        "fits the terminal: a confirmation's footer shows its own keys",
+        "coop_tui/screens/dialogs.py",
+        '                yield Button("Send again (y)", variant="warning", id="yes")\n'
+        '                yield Button("Cancel (n)", id="no")\n'
+        "        yield Footer()\n",
+        '                yield Button("Send again (y)", variant="warning", id="yes")\n'
+        '                yield Button("Cancel (n)", id="no")\n',
+        (f"{RESPONSIVE}::test_a_confirmation_shows_its_own_keys_in_its_footer",),
+    ),
+    Mutant(
+        "adoption-answer-cut-before-columns-drop",
+        "fits the terminal: the adoption review drops columns before its answer is cut",
+        "coop_tui/screens/adoption.py",
+        "    FLEX_MIN = 56\n",
+        "    FLEX_MIN = 20\n",
+        (f"{RESPONSIVE}::test_the_adoption_review_drops_columns_before_the_answer_is_cut",),
+    ),
+    Mutant(
+        "notices-key-means-no-too",
+        "one meaning per key: n is no in a confirmation, so notices are on !",
+        "coop_tui/app.py",
+        '            "exclamation_mark",\n            "notifications",\n',
+        '            "n",\n            "notifications",\n',
+        ("tests/tui/test_key_meanings.py::test_every_key_means_one_thing_on_every_screen",),
+    ),
+)

@@ -1,0 +1,304 @@
+"""Who decides, who coordinates, how a Mac is reached, the Codex door, and what reaches
+a terminal (seeds 001 and 003, DESIGN 5.10, 6, 9): the authority of `--by`, the
+one-coordinator claim, RejectPolicy with both host-key branches, the Codex door's client
+id and withdraw rule, markup and escape handling."""
+
+from __future__ import annotations
+
+from ..mutant import Mutant
+
+CALLER = "coop_engine/cli/caller.py"
+CLAIM = "coop_engine/loop/claim.py"
+SSH = "hosts/sshconnect.py"
+WITHDRAWAL = "coop_engine/loop/withdrawal.py"
+DELIVERY = "coop_engine/delivery.py"
+AUTHORITY = "tests/coordinator/test_authority.py"
+CLAIMS = "tests/coordinator/test_claim.py"
+CONNECT = "tests/ssh/test_ssh_connect.py"
+CODEX_DOOR = "tests/coordinator/test_codex_door.py"
+CODEX_RULES = "tests/engine/test_rules_codex.py"
+FAULT = (
+    "tests/faults/test_faults.py"
+    "::test_a_failure_at_this_point_leaves_old_or_new_state_and_the_next_pass_recovers"
+)
+
+MUTANTS = (
+    Mutant(
+        "by-dad-inside-a-chat",
+        "the authority of --by: dad is whoever types outside any chat",
+        CALLER,
+        '    if by == "dad" and caller is not None:\n',
+        "    if False:\n",
+        (f"{AUTHORITY}::test_worker_chat_typing_by_dad_is_refused_and_recorded",),
+    ),
+    Mutant(
+        "by-chief-from-any-chat",
+        "the authority of --by: chief only from the chief's own chat",
+        CALLER,
+        "        elif caller != chief:\n",
+        "        elif False:\n",
+        (f"{AUTHORITY}::test_worker_chat_typing_by_chief_is_refused",),
+    ),
+    Mutant(
+        "by-chief-without-a-chief",
+        "the authority of --by: no chief enrolled, no chief's decision",
+        CALLER,
+        "        if chief is None:\n",
+        "        if False:\n",
+        (
+            "tests/coordinator/test_authority_without_a_chief.py"
+            "::test_send_again_by_chief_with_no_chief_enrolled_is_refused_and_recorded",
+        ),
+    ),
+    Mutant(
+        "by-refusal-not-recorded",
+        "the authority of --by: a refused decision is kept as history",
+        CALLER,
+        "        engine.record_refused_decision(command, by, caller, reason)\n"
+        "        raise NotAuthorized(reason)\n\n\ndef check_worker",
+        "        raise NotAuthorized(reason)\n\n\ndef check_worker",
+        (f"{AUTHORITY}::test_worker_chat_typing_by_dad_is_refused_and_recorded",),
+    ),
+    Mutant(
+        "by-worker-from-any-chat",
+        "the authority of --by: a worker's report comes from the chat bound to the todo",
+        CALLER,
+        "    if bound and caller not in bound:\n",
+        "    if False:\n",
+        (f"{AUTHORITY}::test_a_worker_report_comes_from_the_bound_chat",),
+    ),
+    Mutant(
+        "by-anyone-withdraws",
+        "the authority of --by: withdrawing is decided by dad or chief",
+        DELIVERY,
+        "        if by not in DECIDERS:\n"
+        '            raise NotAuthorized("Withdrawing is decided by dad or chief")\n\n'
+        "        def run(now: float) -> dict[str, Any]:\n"
+        "            changed = (\n",
+        "        def run(now: float) -> dict[str, Any]:\n            changed = (\n",
+        (
+            "tests/engine/test_withdraw_is_a_decision.py"
+            "::test_only_dad_or_the_chief_withdraws_a_pending_envelope",
+        ),
+        select="sqlite",
+    ),
+    Mutant(
+        "claim-shared-by-two",
+        "the one-coordinator claim: at most one process holds it",
+        CLAIM,
+        "            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+        "        except BlockingIOError:\n"
+        "            os.close(fd)\n"
+        "            return False\n",
+        "            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)\n"
+        "        except BlockingIOError:\n"
+        "            os.close(fd)\n"
+        "            return False\n",
+        (
+            "tests/coordinator/test_one_claim.py::test_a_held_claim_refuses_a_second_taker_until_it_is_let_go",
+        ),
+    ),
+    Mutant(
+        "claim-taken-though-held",
+        "the one-coordinator claim: a claimed ledger is refused, naming its holder",
+        CLAIM,
+        "        while not self._lock():\n",
+        "        while not (self._lock() or True):\n",
+        (
+            "tests/coordinator/test_one_claim.py::test_a_held_claim_refuses_a_second_taker_until_it_is_let_go",
+        ),
+    ),
+    Mutant(
+        "claim-never-taken",
+        "the one-coordinator claim: serve takes it before its first pass",
+        "coop_engine/loop/serve.py",
+        "        self.claim.take(self.fleet.office, by)\n",
+        "",
+        (
+            f"{CLAIMS}::test_a_second_serve_on_a_claimed_ledger_exits_1_with_one_line_naming_the_first",
+        ),
+        select="sqlite",
+    ),
+    Mutant(
+        "host-key-unknown-accepted",
+        "RejectPolicy: an unknown host key is refused",
+        SSH,
+        "    ours = known.lookup(dest.key_name)\n",
+        "    ours = known.lookup(dest.key_name) or {kind: offered}\n",
+        (
+            f"{CONNECT}::test_unknown_host_key_is_refused_with_a_message_that_says_so_and_names_the_mac",
+        ),
+    ),
+    Mutant(
+        "host-key-changed-accepted",
+        "RejectPolicy: a changed host key is refused",
+        SSH,
+        "    if expected != offered:\n",
+        "    if False:\n",
+        (f"{CONNECT}::test_changed_host_key_is_refused_and_names_both_fingerprints",),
+    ),
+    Mutant(
+        "host-key-of-an-unknown-type-accepted",
+        "RejectPolicy: a key of a type known_hosts does not hold for the Mac is refused",
+        SSH,
+        "    expected = ours.get(kind)\n",
+        "    expected = ours.get(kind, offered)\n",
+        ("tests/ssh/test_host_key_types.py",),
+    ),
+    Mutant(
+        "codex-client-id-not-the-outbox-id",
+        "the Codex door's client id: clientUserMessageId is the outbox id",
+        "hosts/mac/codex_door.py",
+        '        "clientUserMessageId": client_id,\n',
+        '        "clientUserMessageId": client_id.upper(),\n',
+        (
+            f"{CODEX_DOOR}"
+            "::test_a_lost_answer_to_the_add_is_found_by_the_client_id_and_not_sent_twice",
+        ),
+    ),
+    Mutant(
+        "codex-receipt-of-another-client-id",
+        "the Codex door's client id: the receipt is the UserMessage carrying exactly it",
+        "coop_engine/loop/doors/rollouts.py",
+        '        if item.get("client_id") == outbox_id:\n',
+        '        if str(item.get("client_id")).lower() == outbox_id.lower():\n',
+        (
+            "tests/codex/test_codex_receipts.py::test_other_client_ids_and_other_items_are_not_receipts",
+        ),
+    ),
+    Mutant(
+        "codex-unsent-inferred-from-a-lost-answer",
+        "never infer unsent: a queue add whose answer was lost may have been queued",
+        "hosts/mac/codex_door.py",
+        "        # The request left: Codex may have queued it. Never infer unsent.\n"
+        '        return {"ok": False, "written": True, "stage": "answer", "error": str(error)}\n',
+        '        return {"ok": False, "written": False, "stage": "answer", "error": str(error)}\n',
+        (f"{FAULT}[codex.add_answer_died-killed]",),
+    ),
+    Mutant(
+        "codex-malformed-thread-id-sent",
+        "the Codex door: only a UUID-shaped thread id ever reaches Codex",
+        "hosts/mac/local.py",
+        "        if not is_thread_id(thread_id):\n",
+        "        if False:\n",
+        (f"{CODEX_DOOR}::test_only_a_uuid_shaped_thread_id_ever_reaches_codex",),
+    ),
+    Mutant(
+        "codex-withdrawn-without-deleted-true",
+        "the withdraw rule: only Codex's deleted: true proves it will never run",
+        WITHDRAWAL,
+        '    if not answer["deleted"]:\n',
+        "    if False:\n",
+        (f"{CODEX_DOOR}::test_what_codex_already_took_from_its_queue_cannot_be_withdrawn",),
+    ),
+    Mutant(
+        "codex-withdrawal-asked-after-the-delete",
+        "the withdraw rule: the ask is recorded before Codex is asked",
+        WITHDRAWAL,
+        "    engine.ask_withdrawal(row.id, by, queued_id)\n"
+        "    answer = host.codex_queue_delete(thread_id, queued_id)\n",
+        "    answer = host.codex_queue_delete(thread_id, queued_id)\n"
+        "    engine.ask_withdrawal(row.id, by, queued_id)\n",
+        (f"{CODEX_DOOR}::test_the_intent_is_durable_before_the_add_and_the_ask_before_the_delete",),
+    ),
+    Mutant(
+        "codex-withdrawal-of-a-received-envelope",
+        "the withdraw rule: only a Codex envelope sent and not yet received",
+        DELIVERY,
+        '            if row.state != "uncertain" or row.session.vendor != "codex":\n',
+        '            if row.session.vendor != "codex":\n',
+        (
+            f"{CODEX_RULES}::test_withdrawing_from_the_queue_needs_a_codex_envelope_not_yet_received",
+        ),
+        select="sqlite",
+    ),
+    Mutant(
+        "codex-expired-by-a-claude-reason",
+        "the withdraw rule: withdrawn-from-queue is the Codex door's one proof of loss",
+        DELIVERY,
+        'REASONS_BY_VENDOR = {"claude": EXPIRY_REASONS, "codex": (WITHDRAWN_FROM_QUEUE,)}\n',
+        'REASONS_BY_VENDOR = {"claude": EXPIRY_REASONS, "codex": (WITHDRAWN_FROM_QUEUE,'
+        " *EXPIRY_REASONS)}\n",
+        (f"{CODEX_RULES}::test_no_claude_reason_expires_a_codex_envelope",),
+        select="sqlite",
+    ),
+    Mutant(
+        "withdraw-a-sent-frame",
+        "the withdraw rule: a sent frame cannot be taken back, only a pending one",
+        DELIVERY,
+        '                Outbox.update(state="cancelled", updated_at=now)\n'
+        '                .where((Outbox.id == outbox_id) & (Outbox.state == "pending"))\n'
+        "                .execute()\n"
+        "            )\n"
+        "            row = self._outbox(outbox_id)\n",
+        '                Outbox.update(state="cancelled", updated_at=now)\n'
+        "                .where((Outbox.id == outbox_id)"
+        ' & Outbox.state.in_(["pending", "uncertain"]))\n'
+        "                .execute()\n"
+        "            )\n"
+        "            row = self._outbox(outbox_id)\n",
+        ("tests/door/test_cli_decisions.py::test_a_sent_claude_frame_cannot_be_withdrawn",),
+    ),
+    Mutant(
+        "escape-sequence-sent",
+        "markup and escape handling: an escape character is printed as \\x1b, never sent",
+        "coop_engine/formats.py",
+        '_CONTROL = re.compile(r"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f]")\n',
+        '_CONTROL = re.compile(r"[\\x00-\\x08\\x0b-\\x1a\\x1c-\\x1f\\x7f-\\x9f]")\n',
+        ("tests/engine/test_untrusted_text.py::test_an_escape_sequence_is_printed_never_sent",),
+    ),
+    Mutant(
+        "escape-c1-control-sent",
+        "markup and escape handling: C1 controls (a lone CSI) are printed, never sent",
+        "coop_engine/formats.py",
+        '_CONTROL = re.compile(r"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f]")\n',
+        '_CONTROL = re.compile(r"[\\x00-\\x08\\x0b-\\x1f\\x7f]")\n',
+        ("tests/engine/test_untrusted_text.py::test_an_escape_sequence_is_printed_never_sent",),
+    ),
+    Mutant(
+        "escape-line-break-in-one-line",
+        "markup and escape handling: one line of a terminal holds no line break",
+        "coop_engine/formats.py",
+        '_BREAKS = str.maketrans({"\\n": " ", "\\r": " ", "\\t": " "})\n',
+        '_BREAKS = str.maketrans({"\\t": " "})\n',
+        (
+            "tests/engine/test_untrusted_text.py"
+            "::test_line_breaks_and_tabs_stay_in_printable_and_go_in_one_line",
+        ),
+    ),
+    Mutant(
+        "markup-in-a-cell",
+        "markup and escape handling: a cell is Text(str), never markup built from data",
+        "coop_tui/widgets/cells.py",
+        "    return Text(\n"
+        '        str(value).replace("\\n", " "), style=style,'
+        ' no_wrap=True, overflow="ellipsis", end=""\n'
+        "    )\n",
+        "    return Text.from_markup(\n"
+        '        str(value).replace("\\n", " "), style=style, overflow="ellipsis", end=""\n'
+        "    )\n",
+        ("tests/tui/test_cells_are_plain_text.py",),
+    ),
+    Mutant(
+        "markup-in-a-toast",
+        "markup and escape handling: a toast shows a chat's name as written",
+        "coop_tui/attention.py",
+        "                timeout=TOAST_SECONDS,\n"
+        "                markup=False,\n"
+        "            )\n"
+        "        more = len(alerts) - MOST_TOASTS\n",
+        "                timeout=TOAST_SECONDS,\n"
+        "                markup=True,\n"
+        "            )\n"
+        "        more = len(alerts) - MOST_TOASTS\n",
+        ("tests/tui/test_toast_markup.py",),
+    ),
+    Mutant(
+        "markup-in-the-adoption-toast",
+        "markup and escape handling: an adoption's toast shows the Mac's answer as written",
+        "coop_tui/screens/adoption.py",
+        ' title="Adoption", markup=False)\n',
+        ' title="Adoption", markup=True)\n',
+        ("tests/tui/test_adoption_toast.py",),
+    ),
+)
