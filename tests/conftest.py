@@ -10,6 +10,11 @@ from pathlib import Path
 
 import pytest
 
+# Under CI's switch, every skip not on prerequisites.ALLOWED_SKIPS fails, naming itself.
+from prerequisites import pytest_make_collect_report, pytest_runtest_makereport
+
+__all__ = ["pytest_make_collect_report", "pytest_runtest_makereport"]
+
 REPO = Path(__file__).resolve().parent.parent
 
 # Variables that would point a test at someone's real state or fleet.

@@ -19,7 +19,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-REQUIRE_ENV = "COOP_REQUIRE_REAL_CLAUDE"  # CI sets it: a missing server is a failure there
 SERVER_USER = "postgres"
 DATABASE = "coop"
 
@@ -139,15 +138,14 @@ class PgServer:
 
 
 def start_or_skip() -> PgServer:
-    """A started server, or a pytest skip (a failure when CI requires every real
-    program) naming why it cannot run."""
-    import pytest
+    """A started server, or a pytest skip (a failure under CI's switch, which requires
+    every prerequisite: tests/prerequisites.py) naming why it cannot run."""
+    from prerequisites import missing
 
     try:
         import psycopg2  # noqa: F401
     except ImportError:
-        reason = "psycopg2 is not installed (pip install -e '.[test]')"
-        return _unavailable(reason, pytest)
+        missing("psycopg2 is not installed (pip install -e '.[test]')")
     server: PgServer | None = None
     try:
         server = PgServer()
@@ -155,10 +153,4 @@ def start_or_skip() -> PgServer:
     except (Unavailable, OSError, subprocess.TimeoutExpired) as error:
         if server is not None:
             server.stop()
-        return _unavailable(f"PostgreSQL cannot run here: {error}", pytest)
-
-
-def _unavailable(reason: str, pytest: Any) -> Any:
-    if os.environ.get(REQUIRE_ENV) == "1":
-        pytest.fail(reason, pytrace=False)
-    pytest.skip(reason)
+        missing(f"PostgreSQL cannot run here: {error}")

@@ -2,10 +2,11 @@
 
 - ``sim_codex(home, *args, env=None) -> dict``: runs ``python -m hosts.sim codex
   --codex-home HOME ARGS...`` in a subprocess and returns its one JSON line.
-- ``fixture_rollouts``: the real rollouts in ../shared/fixtures/real (skips when absent).
+- ``fixture_rollouts``: the real rollouts in ../shared/fixtures/real.
 - ``codex_binary`` (session): the real Codex CLI 0.171.0, fetched by npm into the test
-  cache. Skips with a one-line reason when it cannot run here; fails instead when
-  ``COOP_REQUIRE_REAL_CODEX=1`` or ``COOP_REQUIRE_REAL_CLAUDE=1``.
+  cache.
+Each skips with a one-line reason when it cannot be had here, and fails naming it instead
+under CI's switch (tests/prerequisites.py).
 """
 
 from __future__ import annotations
@@ -19,12 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prerequisites import missing
+from prerequisites import missing, shared_fixtures
 
 from . import real_codex
 
 REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO.parent / "shared" / "fixtures" / "real"
 
 SimCodex = Callable[..., dict[str, Any]]
 
@@ -51,17 +51,11 @@ def sim_codex() -> SimCodex:
 
 @pytest.fixture
 def fixture_rollouts() -> list[Path]:
-    found = sorted(FIXTURES.glob("codex_*rollout-*.jsonl"))
+    real = shared_fixtures() / "real"
+    found = sorted(real.glob("codex_*rollout-*.jsonl"))
     if not found:
-        missing(f"no real Codex rollouts in {FIXTURES}")
+        missing(f"the real Codex rollouts in {real}")
     return found
-
-
-def _unavailable(reason: str) -> None:
-    required = ("COOP_REQUIRE_REAL_CODEX", "COOP_REQUIRE_REAL_CLAUDE")
-    if any(os.environ.get(name) == "1" for name in required):
-        pytest.fail(f"real Codex CLI required but unavailable: {reason}", pytrace=False)
-    pytest.skip(f"real Codex CLI unavailable: {reason}")
 
 
 @pytest.fixture(scope="session")
@@ -70,5 +64,4 @@ def codex_binary() -> Path:
         real_codex.check_prerequisites()
         return real_codex.codex_binary()
     except real_codex.Unavailable as exc:
-        _unavailable(str(exc))
-        raise  # unreachable: skip and fail raise
+        missing(f"the real Codex CLI: {exc}")

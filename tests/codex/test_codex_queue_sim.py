@@ -11,12 +11,12 @@ import re
 import sqlite3
 import subprocess
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from waiting import wait_until
 
 from hosts.sim.launch import CODEX_EXECUTABLE, SimHolder, codex_holder
 
@@ -141,13 +141,7 @@ def kind(entry: dict[str, Any]) -> tuple[str, str | None]:
 
 
 def wait_for(check: Callable[[], Any], what: str) -> Any:
-    deadline = time.monotonic() + DEADLINE
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"gave up waiting for {what}")
+    return wait_until(check, what, DEADLINE, 0.05)
 
 
 def completes(path: Path, count: int) -> list[dict[str, Any]]:

@@ -7,11 +7,12 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from waiting import wait_until
 
 COOP = str(Path(sys.executable).with_name("coop"))
 REPO = Path(__file__).resolve().parents[2]
@@ -23,12 +24,14 @@ def code_under_test() -> dict[str, str]:
     return {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}
 
 
-def until(check: Callable[[], object], what: str, timeout: float = DEADLINE) -> None:
+def until(
+    check: Callable[[], object],
+    what: str,
+    timeout: float = DEADLINE,
+    detail: Callable[[], object] | None = None,
+) -> None:
     """Wait until `check()` is true; fail naming `what` after a generous deadline."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"not within {timeout}s: {what}"
-        time.sleep(0.02)
+    wait_until(check, what, timeout, detail=detail)
 
 
 @dataclass
@@ -86,11 +89,14 @@ class Serve:
 
     def wait_for(self, text: str) -> None:
         """Wait until serve has said `text`; fail at once if it exits first."""
-        deadline = time.monotonic() + DEADLINE
-        while text not in self.output():
+
+        def said() -> bool:
+            if text in self.output():
+                return True
             assert self.process.poll() is None, f"serve exited: {self.output()}"
-            assert time.monotonic() < deadline, f"serve never said {text!r}: {self.output()}"
-            time.sleep(0.02)
+            return False
+
+        wait_until(said, f"serve saying {text!r}", DEADLINE, detail=self.output)
 
     def started(self) -> Serve:
         """Once serve says it is serving, it holds the ledger's claim."""

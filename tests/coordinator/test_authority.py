@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from officekit import Office
+from waiting import wait_until
 
 from coop_engine import queries
 
@@ -36,10 +37,7 @@ def run_in_chat(office: Office, command: str, *args: str) -> str:
     out = office.home.parent / f"out-{time.monotonic_ns()}.txt"
     script = f"{command} > {out}.part 2>&1; echo $? >> {out}.part; mv {out}.part {out}"
     chat = office.macs["office"].start("--run", script, *args, env=office.env())
-    deadline = time.monotonic() + 15
-    while not out.exists():
-        assert time.monotonic() < deadline, "the chat did not run the command"
-        time.sleep(0.05)
+    wait_until(out.exists, "the chat running the command")
     chat.stop()
     return out.read_text()
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from officekit import Office
+from waiting import wait_until
 
 from coop_engine.errors import Conflict
 from coop_engine.loop import withdrawal
@@ -27,15 +27,6 @@ from coop_engine.models import Dispatch, Event, HostQueue, Outbox, QueueSighting
 from hosts.mac.host import Host, NativeRefusal
 
 DAY = 86400.0
-
-
-def wait_until(check: Callable[[], Any], timeout: float = 20) -> Any:
-    """Poll `check` until it is truthy; the deadline only bounds a hang."""
-    deadline = time.monotonic() + timeout
-    while not (value := check()):
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.05)
-    return value
 
 
 def queue_rows(office: Office, mac: str, client_id: str) -> int:
@@ -65,7 +56,7 @@ def tick_until(office: Office, outbox_id: str, done: Callable[[Outbox], bool]) -
         row = Outbox.get_by_id(outbox_id)
         return row if done(row) else None
 
-    row: Outbox = wait_until(ticked)
+    row: Outbox = wait_until(ticked, "the pass that sends it", interval=0.05)
     return row
 
 
@@ -123,7 +114,7 @@ def test_what_codex_already_took_from_its_queue_cannot_be_withdrawn(office: Offi
     thread, outbox_id, _ = invite(office)
     row = tick_until(office, outbox_id, lambda r: r.transport_at is not None)
     office.holder("office", thread, "--answer", "hang")  # takes it, and the turn hangs
-    wait_until(lambda: queue_rows(office, "office", outbox_id) == 0)
+    wait_until(lambda: queue_rows(office, "office", outbox_id) == 0, "Codex's queue emptied")
     with pytest.raises(Conflict, match="Codex already took it from its queue"):
         withdrawal.withdraw(office.engine, office.hosts["office"], row, "chief")
     assert Outbox.get_by_id(outbox_id).state == "uncertain"
@@ -282,7 +273,7 @@ def test_the_same_envelope_run_twice_by_codex_is_a_conflict_not_two_receipts(
     assert "queued 2 times in Codex" in (Outbox.get_by_id(outbox_id).conflict or "")
     office.holder("office", thread)  # runs it twice, answering twice
     row = tick_until(office, outbox_id, lambda r: r.accepted_at is not None)
-    wait_until(lambda: queue_rows(office, "office", outbox_id) == 0)
+    wait_until(lambda: queue_rows(office, "office", outbox_id) == 0, "Codex's queue emptied")
     for _ in range(3):
         office.coordinator.tick()
     work = Outbox.select().where((Outbox.kind == "work") & (Outbox.dispatch == row.dispatch))

@@ -9,11 +9,11 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from officekit import Office
+from waiting import wait_until
 
 from coop_engine.loop.desk import Desk
 from coop_engine.loop.hub import hub_path
@@ -41,10 +41,12 @@ def start_serve(office: Office, log: Path) -> subprocess.Popen[bytes]:
         process = subprocess.Popen(
             [COOP, "serve"], stdout=out, stderr=subprocess.STDOUT, env=office.env()
         )
-    deadline = time.monotonic() + 20
-    while "serving" not in log.read_text():
-        assert process.poll() is None and time.monotonic() < deadline, log.read_text()
-        time.sleep(0.05)
+
+    def serving() -> bool:
+        assert process.poll() is None, log.read_text()
+        return "serving" in log.read_text()
+
+    wait_until(serving, "serve says it is serving", detail=log.read_text)
     return process
 
 

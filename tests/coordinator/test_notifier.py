@@ -139,9 +139,8 @@ def test_coop_serve_tells_the_notifier_of_an_expiry_and_not_of_its_history(
 ) -> None:
     """The coordinator's own loop: what happened before it started is not news; an
     expiry after it is told once, through a real child process, as argv."""
-    import time
-
     from officekit import Office
+    from waiting import wait_until
 
     from coop_engine.loop.serve import Server
     from coop_engine.models import Event
@@ -166,17 +165,16 @@ def test_coop_serve_tells_the_notifier_of_an_expiry_and_not_of_its_history(
         server = Server(engine, fleet, office.home, office.log.append, notifier=notifier)
         thread = server.start_thread()
         try:
-            deadline = time.monotonic() + 30
-            while server._told_upto is None:  # its first round: the baseline
-                assert time.monotonic() < deadline, "serve never looked at the ledger"
-                time.sleep(0.05)
+            # Its first round: the baseline.
+            wait_until(lambda: server._told_upto is not None, "serve's first look at the ledger")
             new = engine.invite(engine.add_todo("After serve")["id"], CHAT, "office")["outbox"]
             engine.mark_uncertain(new, {"host": "office", "offset": 0})
             engine.expire(new, {"reason": "receiver-idle-without-entry"})
             last = Event.select().order_by(Event.id.desc()).first().id
-            while not record.exists() or (server._told_upto or 0) < last:
-                assert time.monotonic() < deadline, "serve never told the notifier"
-                time.sleep(0.05)
+            wait_until(
+                lambda: record.exists() and (server._told_upto or 0) >= last,
+                "serve telling the notifier",
+            )
         finally:
             server.stop()
             thread.join(15)

@@ -7,11 +7,11 @@ import json
 import shlex
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from officekit import Office
+from waiting import wait_until
 
 from coop_engine import formats, prompts, queries
 from coop_engine.models import Outbox, Session
@@ -27,12 +27,8 @@ def coop(
     )
 
 
-def wait_for(check: Any, timeout: float = 15) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := check()):
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.1)
-    return value
+def wait_for(check: Any, what: str = "the passes' outcome") -> Any:
+    return wait_until(check, what, interval=0.1)
 
 
 def session_row(native_id: str) -> Session | None:
@@ -44,7 +40,7 @@ def test_cli_take_inside_a_chat_is_detected_through_several_shells(office: Offic
     inner = shlex.quote(f"{COOP} todo take 1")
     nested = "sh -c " + shlex.quote(f"sh -c {inner}")
     chat = office.macs["office"].start("--run", nested, env=office.env())
-    row = wait_for(lambda: session_row(chat.session_id))
+    row = wait_for(lambda: session_row(chat.session_id), "the take recorded")
     assert (row.mode, row.surface, row.status, row.host) == (
         "observed",
         "compatibility",

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from clock import Clock
+from waiting import HANG, wait_until
 
 from coop_engine import queries
 from coop_engine.db import open_ledger
@@ -57,13 +57,11 @@ class Door:
         )
         return None if work is None else str(work.id)
 
-    def tick_until(self, check: Callable[[], bool], timeout: float = 15) -> None:
+    def tick_until(self, check: Callable[[], bool], timeout: float = HANG) -> None:
         """Run passes (real time passing for the chats) until `check` holds."""
-        deadline = time.monotonic() + timeout
-        while True:
+
+        def passed() -> bool:
             self.tick()
-            if check():
-                return
-            if time.monotonic() > deadline:
-                raise AssertionError(f"condition not reached; log: {self.log[-10:]}")
-            time.sleep(0.1)
+            return check()
+
+        wait_until(passed, "the passes' outcome", timeout, 0.1, detail=lambda: self.log[-10:])

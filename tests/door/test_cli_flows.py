@@ -6,6 +6,8 @@ import json
 import time
 from typing import Any
 
+from waiting import wait_until
+
 from hosts.sim.launch import SimFleet
 
 
@@ -17,18 +19,22 @@ def outbox(run_coop: Any, env: dict[str, str]) -> list[dict[str, Any]]:
 
 
 def tick_until(
-    run_coop: Any, env: dict[str, str], check: Any, at: float | None = None, timeout: float = 20
+    run_coop: Any, env: dict[str, str], check: Any, at: float | None = None
 ) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + timeout
-    while True:
+    """`coop tick` (at `at`, when given) until the outbox's rows satisfy `check`."""
+    seen: list[list[dict[str, Any]]] = []
+
+    def ticked() -> list[dict[str, Any]] | None:
         args = ["tick"] + (["--at", str(at)] if at is not None else [])
         result = run_coop(*args, env=env)
         assert result.returncode == 0, result.stderr
-        rows = outbox(run_coop, env)
-        if check(rows):
-            return rows
-        assert time.monotonic() < deadline, rows
-        time.sleep(0.2)
+        seen[:] = [outbox(run_coop, env)]
+        return seen[0] if check(seen[0]) else None
+
+    rows: list[dict[str, Any]] = wait_until(
+        ticked, "the outbox's rows", interval=0.2, detail=lambda: seen
+    )
+    return rows
 
 
 def test_idle_chat_invited_accepts_and_receives_its_work(run_coop: Any, fleet: SimFleet) -> None:

@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from doorkit import Door
+from waiting import wait_until
 
 from coop_engine import pacing
 from coop_engine.models import Event, HostQueue, Outbox
@@ -51,13 +52,16 @@ class Coupled:
 
     def run(self, check: Callable[[], bool], step: float, timeout: float = 120) -> None:
         """Passes, each followed by ``step`` seconds of both clocks, until ``check``."""
-        deadline = time.monotonic() + timeout
-        while True:
-            self.door.tick()
+        self.door.tick()
+
+        def passed() -> bool:
             if check():
-                return
-            assert time.monotonic() < deadline, f"not reached; log: {self.door.log[-10:]}"
+                return True
             self.advance(step)
+            self.door.tick()
+            return False
+
+        wait_until(passed, "the passes' outcome", timeout, 0, detail=lambda: self.door.log[-10:])
 
 
 def state(outbox_id: str) -> str:
@@ -132,7 +136,7 @@ def test_a_burst_of_36_is_paced_and_the_chat_receives_every_one(door: Door) -> N
                 # ... and goes on the first pass at or after it.
                 assert named(said[outbox_id][-1], now) <= door.clock()
                 assert sent_at(outbox_id) == door.clock()
-    door.tick_until(lambda: states(ids) == ["delivered"] * 36, timeout=60)
+    door.tick_until(lambda: states(ids) == ["delivered"] * 36)
     assert not [text for text in notices(chat) if DROPPED in text]
     assert len(chat.frames()) == 36
     # Each reason was recorded once, however many passes it stood.
@@ -156,7 +160,7 @@ def test_an_envelope_paced_on_one_pass_is_sent_by_a_later_one(door: Door) -> Non
     kit.advance(named(text, door.clock()) - door.clock())
     door.tick()
     assert state(last) != "pending" and reason(last) is None
-    door.tick_until(lambda: state(last) == "delivered", timeout=60)
+    door.tick_until(lambda: state(last) == "delivered")
     assert not [notice for notice in notices(chat) if DROPPED in notice]
 
 

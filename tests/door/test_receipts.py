@@ -5,20 +5,26 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import prerequisites
 import pytest
 
 from coop_engine import receipts
 from hosts.mac import transcripts
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
+SHARED = prerequisites.shared() / "fixtures"
 SHAPES = SHARED / "claude-shapes"
 REAL = SHARED / "real"
 OUTBOX_ID = "3b9e6f0a-1c2d-4e5f-8a7b-9c0d1e2f3a4b"
 NONCE = "n7Qk2xVb9"
 
-needs_shared = pytest.mark.skipif(
-    not SHARED.is_dir(), reason="../shared/fixtures is not beside this checkout"
-)
+
+@pytest.fixture
+def shared_fixtures() -> Path:
+    """../shared/fixtures: skipped without it, a failure naming it in CI."""
+    return prerequisites.shared_fixtures()
+
+
+needs_shared = pytest.mark.usefixtures("shared_fixtures")
 
 
 def lines_of(path: Path) -> list[tuple[int, str]]:

@@ -39,7 +39,7 @@ from coop_engine.loop.coordinator import Coordinator
 from coop_engine.loop.doors.claude import ClaudeDoor
 from coop_engine.loop.doors.codex import CodexDoor
 from coop_engine.loop.surveyed import Surveyed
-from coop_engine.models import TABLES, Outbox
+from coop_engine.models import TABLES, Outbox, Session
 from hosts.mac.host import Host
 from hosts.mac.local import LocalHost
 from hosts.pipe import PipeHost
@@ -313,9 +313,15 @@ class World:
         self.coordinator.tick()
 
     def chats_settled(self) -> bool:
-        """Every chat of this run idle (or holding, for the bypass chat) for a moment:
-        whatever was written to them has been read and written down."""
-        time.sleep(0.15)
+        """Whatever was written to this run's chats has been read and written down: each
+        frame whose write the ledger recorded is in its chat's frame log (a positive
+        sign, whatever the machine's speed), and a moment later every chat is idle (or
+        holding, for the bypass chat)."""
+        written = Outbox.select(Outbox.id).join(Session)
+        written = written.where(Outbox.transport_at.is_null(False) & (Session.vendor == "claude"))
+        if not {row.id for row in written} <= set(self.frames()):
+            return False
+        time.sleep(0.15)  # a frame read just now has made its chat busy
         return all(
             chat.entry().get("status") in ("idle", "waiting")
             for kind, chat in self.fleet.chats.items()

@@ -24,9 +24,17 @@ from prerequisites import missing
 from .kit import dump
 
 REPO = Path(__file__).resolve().parents[2]
-needs_root = pytest.mark.skipif(
-    os.geteuid() != 0, reason="mounts a tmpfs and a read-only bind mount: needs root"
-)
+
+
+@pytest.fixture
+def root() -> None:
+    """Mounting a tmpfs and a read-only bind mount needs root (CI runs as root)."""
+    if os.geteuid() != 0:
+        missing("root, to mount a tmpfs and a read-only bind mount")
+
+
+needs_root = pytest.mark.usefixtures("root")
+
 # Big enough that SQLite must grow the -wal to hold it (argv takes 128 KiB an argument).
 BIG_BODY = "x" * 100_000
 

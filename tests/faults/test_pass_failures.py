@@ -7,12 +7,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import peewee as pw
 import pytest
+from waiting import wait_until
 
 from coop_engine.engine import Engine
 from coop_engine.loop.doors.claude import ClaudeDoor
@@ -53,11 +53,12 @@ def test_serve_logs_a_pass_the_ledger_refused_and_delivers_on_the_next(
     server = Server(world.engine, macs, world.home, log.append, pass_interval=0.1)
     thread = server.start_thread()
     try:
-        deadline = time.monotonic() + 15
-        while not _delivered(outbox):
+
+        def delivered() -> bool:
             assert thread.is_alive(), f"the coordinator died: {log[-5:]}"
-            assert time.monotonic() < deadline, log[-5:]
-            time.sleep(0.1)
+            return _delivered(outbox)
+
+        wait_until(delivered, "the envelope delivered", interval=0.1, detail=lambda: log[-5:])
     finally:
         server.stop()
         thread.join(10)
@@ -94,11 +95,14 @@ def test_another_process_writing_the_ledger_mid_pass_does_not_fail_the_next_send
         world.tick()
         assert wrote == [0]
         assert {Outbox.get_by_id(i).state for i in (first, second)} <= {"uncertain", "delivered"}
-        deadline = time.monotonic() + 10
-        while not _delivered(first, second):
-            assert time.monotonic() < deadline, world.log[-5:]
+
+        def delivered() -> bool:
+            if _delivered(first, second):
+                return True
             world.tick()
-            time.sleep(0.05)
+            return False
+
+        wait_until(delivered, "both delivered", interval=0.05, detail=lambda: world.log[-5:])
         check_frames(world)
     finally:
         world.close()

@@ -35,7 +35,11 @@ CORPUS: dict[str, list[tuple[str, str]]] = {
     "registry: wrong types in every field (NUL in paths, escapes in names)": [
         (
             HERE + "test_hostile_registry.py",
-            "test_an_entry_with_a_field_of_the_wrong_type_is_never_targeted_and_never_raises",
+            "test_an_entry_with_a_spoilt_identity_field_is_never_targeted_and_never_raises",
+        ),
+        (
+            HERE + "test_hostile_registry.py",
+            "test_an_entry_with_a_spoilt_descriptive_field_is_targeted_as_before_and_never_raises",
         ),
         (
             HERE + "test_hostile_registry.py",

@@ -9,12 +9,12 @@ metacharacters reach a remote Mac unchanged."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hostilekit import env_for, no_frames, shown_cleanly
+from waiting import wait_until
 
 from hosts.sim.launch import SimFleet
 
@@ -40,14 +40,13 @@ def test_metacharacters_newlines_and_a_100_kb_body_reach_the_chat_as_one_exact_l
     assert len(BODY.encode()) > 99_000
     shown_cleanly(run_coop("todo", "add", TITLE, "--body", BODY, env=env), (0,))
     shown_cleanly(run_coop("invite", "1", "--session", chat.ref, env=env), (0,))
-    deadline = time.monotonic() + 20
-    while True:
+
+    def both_delivered() -> bool:
         shown_cleanly(run_coop("tick", env=env), (0,))
         rows = outbox(run_coop, env)
-        if len(rows) == 2 and all(row["state"] == "delivered" for row in rows):
-            break
-        assert time.monotonic() < deadline, rows
-        time.sleep(0.1)
+        return len(rows) == 2 and all(row["state"] == "delivered" for row in rows)
+
+    wait_until(both_delivered, "the invitation and the work delivered", interval=0.1)
     lines = chat.frame_log.read_bytes().splitlines()
     assert len(lines) == 2  # the invitation and the work, one line each
     texts = [json.loads(line)["message"]["content"] for line in lines]

@@ -16,7 +16,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 import pytest
 from hostilekit import env_for, live_entry, no_frames, shown_cleanly, write_registry
 from prerequisites import missing
+from waiting import wait_until
 
 from hosts.mac.native import SOCKET_NOT_PRIVATE
 from hosts.sim.launch import SimFleet
@@ -123,8 +123,10 @@ def test_a_socket_owned_by_another_user_is_refused_and_hears_nothing(
     )
     row = invite_and_tick(run_coop, env, f"claude:{session}")
     assert row["state"] == "pending" and row["last_error"].startswith(SOCKET_NOT_PRIVATE)
-    time.sleep(0.1)
-    assert not log.exists() or log.read_bytes() == b""
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    probe.connect(str(path))  # the listener was there all along: Coop chose not to write
-    probe.close()
+    # The listener was there all along: Coop chose not to write. It reads one connection
+    # after another, so a probe it logged means anything written before it is logged.
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.connect(str(path))
+        probe.sendall(b"probe\n")
+    wait_until(lambda: log.exists() and b"probe" in log.read_bytes(), "the probe logged")
+    assert log.read_bytes() == b"probe\n"

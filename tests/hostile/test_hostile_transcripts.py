@@ -10,13 +10,14 @@ NUL bytes and wrong provenance at the parser."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hostilekit import env_for, shown_cleanly
+from simchats import turn_over
+from waiting import wait_until
 
 from coop_engine.db import open_ledger
 from coop_engine.engine import Engine
@@ -40,14 +41,14 @@ class Office:
         todo = self.engine.add_todo(title)["id"]
         return str(self.engine.invite(todo, chat.ref, "office")["outbox"])
 
-    def until(self, check: Callable[[], bool], timeout: float = 20) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
+    def until(self, check: Callable[[], bool]) -> None:
+        """Passes until `check` holds."""
+
+        def passed() -> bool:
             self.coordinator.tick()
-            if check():
-                return
-            assert time.monotonic() < deadline, self.log[-8:]
-            time.sleep(0.05)
+            return check()
+
+        wait_until(passed, "the passes' outcome", interval=0.05, detail=lambda: self.log[-8:])
 
 
 @pytest.fixture
@@ -114,7 +115,7 @@ def test_a_transcript_replaced_by_a_shorter_file_is_a_recorded_conflict(
     chat = sims.start("--history", "--think", "0.02", "--answer", "silent")
     outbox_id = office.invite(chat)
     office.until(lambda: Outbox.get_by_id(outbox_id).state == "delivered")
-    time.sleep(0.2)  # the chat's turn ends
+    turn_over(chat, outbox_id)
     first_line = chat.transcript.read_bytes().split(b"\n", 1)[0] + b"\n"
     replacement = chat.transcript.with_suffix(".new")
     replacement.write_bytes(first_line)

@@ -7,13 +7,14 @@ import os
 import socket
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from waiting import wait_until
 
 from hosts.mac import native
 from hosts.mac.platforms import LinuxPlatform, MacPlatform
@@ -114,20 +115,23 @@ def test_malformed_entries_are_skipped_with_a_reason(
 
 
 def test_torn_entry_is_read_again_once_the_writer_finishes(
-    tmp_path: Path, live_process: subprocess.Popen[bytes]
+    tmp_path: Path, live_process: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The writer finishes during the reader's pause after its torn read, whatever the
+    machine's speed: the pause itself finishes the write."""
     pid = live_process.pid
     whole = json.dumps(entry_for(pid))
     path = write_entry(tmp_path, f"{pid}.json", whole[:30])
+    pauses: list[float] = []
 
-    def finish() -> None:
-        time.sleep(0.012)
-        path.write_text(whole)
+    def pause(seconds: float) -> None:
+        pauses.append(seconds)
+        if len(pauses) == 1:
+            path.write_text(whole)
 
-    writer = threading.Thread(target=finish)
-    writer.start()
+    monkeypatch.setattr(native, "time", SimpleNamespace(sleep=pause))
     scan = native.scan_registry(tmp_path, LinuxPlatform())
-    writer.join()
+    assert pauses == [native.TORN_RETRY_DELAY]  # one torn read, one pause, one whole read
     assert [e.pid for e in scan.entries] == [pid]
 
 
@@ -264,10 +268,8 @@ class TestMacPlatformOnThisMachine:
 
 def test_linux_cmdline_and_parent(live_process: subprocess.Popen[bytes]) -> None:
     platform = LinuxPlatform()
-    deadline = time.monotonic() + 5
-    while platform.cmdline(live_process.pid) != ["sleep", "60"] and time.monotonic() < deadline:
-        time.sleep(0.01)  # between fork and exec the child is still this interpreter
-    assert platform.cmdline(live_process.pid) == ["sleep", "60"]
+    # Between fork and exec the child is still this interpreter.
+    wait_until(lambda: platform.cmdline(live_process.pid) == ["sleep", "60"], "the child's exec")
     assert platform.parent(live_process.pid) == os.getpid()
     assert platform.cmdline(999999999) is None
 
@@ -277,10 +279,7 @@ def test_a_zombie_is_not_live_on_either_platform(tmp_path: Path) -> None:
     zombie = subprocess.Popen(["sleep", "60"])
     entry = entry_for(zombie.pid)
     zombie.kill()
-    deadline = time.monotonic() + 5
-    while _proc_state(zombie.pid) != "Z":
-        assert time.monotonic() < deadline, "the child did not become a zombie"
-        time.sleep(0.01)
+    wait_until(lambda: _proc_state(zombie.pid) == "Z", "the killed child a zombie")
     try:
         write_entry(tmp_path, f"{zombie.pid}.json", entry)
         (seen,) = native.scan_registry(tmp_path, LinuxPlatform()).entries

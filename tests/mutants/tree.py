@@ -32,7 +32,7 @@ from .mutant import Mutant
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("coop_engine", "hosts", "coop_tui")
 # Variables that would make a skipped prerequisite a failure, i.e. a false kill.
-UNSET = ("COOP_REQUIRE_REAL_CLAUDE",)
+UNSET = ("COOP_REQUIRE_REAL_CLAUDE", "COOP_REQUIRE_REAL_CODEX")
 PROBE = (
     "import json, coop_engine, coop_tui, hosts, hosts.bundle as bundle;"
     "print(json.dumps([coop_engine.__file__, coop_tui.__file__, hosts.__file__,"

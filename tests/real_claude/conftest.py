@@ -2,7 +2,7 @@
 
 - ``claude_binary`` (session): the path of the ``claude`` executable. Skips with a
   one-line reason when the package or a prerequisite (root, tmux, unshare, ip) is
-  missing; fails instead when ``COOP_REQUIRE_REAL_CLAUDE=1``.
+  missing; fails naming it instead under CI's switch (tests/prerequisites.py).
 - ``start_chat`` (function): a factory ``start_chat(config=None, *, wait=True, **fields)
   -> Chat``; ``fields`` are ``ChatConfig`` fields when no config is given. Every chat it
   started is stopped at teardown (by pid, tmux server included).
@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import functools
-import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -22,17 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prerequisites import missing
 
 from . import fetch, harness
 from .harness import Chat, ChatConfig
 from .offices import Office, RealOffice, SimOffice
 from .scenarios import SCENARIOS, Run
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("COOP_REQUIRE_REAL_CLAUDE") == "1":
-        pytest.fail(f"real Claude Code required but unavailable: {reason}", pytrace=False)
-    pytest.skip(f"real Claude Code unavailable: {reason}")
 
 
 @functools.cache
@@ -48,8 +42,7 @@ def _find_binary() -> Path | str:
 def real_claude_binary() -> Path:
     found = _find_binary()
     if isinstance(found, str):
-        _unavailable(found)
-        raise AssertionError("unreachable: skip and fail raise")
+        missing(f"real Claude Code: {found}")
     return found
 
 

@@ -31,3 +31,19 @@ def write_frame(socket_path: str | os.PathLike[str], frame: dict[str, Any] | byt
         sock.connect(os.fspath(socket_path))
         sock.sendall(data)
         sock.shutdown(socket.SHUT_WR)
+
+
+def write_frame_read(
+    socket_path: str | os.PathLike[str], frame: dict[str, Any] | bytes, timeout: float = 30
+) -> None:
+    """`write_frame`, then wait until the chat hangs up: it has read the line and judged
+    it (Claude Code 2.1.328 closes an inbox connection once it has read it). A positive
+    sign to assert what the frame did not leave behind."""
+    data = frame if isinstance(frame, bytes) else (json.dumps(frame) + "\n").encode()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        sock.connect(os.fspath(socket_path))
+        sock.sendall(data)
+        sock.shutdown(socket.SHUT_WR)
+        while sock.recv(4096):
+            pass  # the receiver says nothing back; EOF is its hang-up

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from . import harness
-from .frames import coop_frame, write_frame
+from .frames import coop_frame, write_frame, write_frame_read
 from .launch import ChatConfig, prepare_config_dir, write_user_settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -109,10 +109,11 @@ class Receiver:
     def transcript(self) -> list[Entry]:
         return [entry for _, entry in self.lines()]
 
-    def send(self, text: str, **overrides: Any) -> dict[str, Any]:
-        """A frame through the harness's raw writer (not Coop's code)."""
+    def send(self, text: str, *, read: bool = False, **overrides: Any) -> dict[str, Any]:
+        """A frame through the harness's raw writer (not Coop's code); with `read`, once
+        the chat has hung up on it (it has read and judged it)."""
         frame = {**coop_frame(self.session_id, text), **overrides}
-        write_frame(self.socket_path, frame)
+        (write_frame_read if read else write_frame)(self.socket_path, frame)
         return frame
 
     def start_tool_turn(self) -> None:

@@ -9,12 +9,12 @@ from __future__ import annotations
 import os
 import re
 import signal
-import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from .frames import coop_frame, write_frame_read
 from .harness import Chat
 
 pytestmark = pytest.mark.real_claude
@@ -235,19 +235,27 @@ def test_identical_body_within_30s_is_dropped_with_a_notice(
     assert dropped[0]["content"] == (
         "Dropped a peer message from cwkCoop: identical to the previous message from this sender."
     )
-    time.sleep(1)
-    assert not find(chat.transcript(), peer_user_entry(second))
+    # A later, different frame's turn has ended: the dropped one never made a turn.
+    third = chat.send("Other words.")["msg_id"]
+    entries = wait_turn_end(chat, peer_user_entry(third), timeout=10)
+    assert not find(entries, peer_user_entry(second))
 
 
 def test_refused_and_misaddressed_frames_leave_no_trace(start_chat: Callable[..., Chat]) -> None:
     refusing = start_chat(user_settings={"crossSessionInbound": "refuse"})
     plain = start_chat()
-    refusing.send("Refused by policy.")
-    plain.send("Addressed to another session.", session_id="00000000-0000-4000-8000-000000000000")
-    time.sleep(3)
+    # Each chat hangs up once it has read and judged the frame: the sign to look for traces.
+    write_frame_read(refusing.socket_path, coop_frame(refusing.session_id, "Refused by policy."))
+    elsewhere = coop_frame("00000000-0000-4000-8000-000000000000", "Addressed to another session.")
+    write_frame_read(plain.socket_path, elsewhere)
     for chat in (refusing, plain):
         assert not chat.transcript_path().exists()
         assert (chat.registry() or {}).get("status") == "idle"
+    # And a later frame the plain chat takes is all its transcript holds of peers.
+    later = plain.send("Addressed to this session.")["msg_id"]
+    entries = wait_turn_end(plain, peer_user_entry(later), timeout=10)
+    received = [(e.get("origin") or {}).get("msg_id") for e in entries if e.get("type") == "user"]
+    assert [msg_id for msg_id in received if msg_id] == [later]
 
 
 def test_registry_is_removed_on_clean_exit_and_lingers_after_sigkill(

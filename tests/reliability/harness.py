@@ -60,6 +60,10 @@ FAST_RECEIVER = {"COOP_SIM_TIME_SCALE": "0.01"}
 MAX_ATTEMPTS = 2  # Dad sends a proven loss again once; the second loss stays a loss
 KILL_WINDOW = 0.7  # seconds after the start; `coop serve` is up after about 0.2
 SETTLE_SECONDS = 60.0
+# With `min_delivered`, the kills go on past `kills` until that many envelopes were
+# delivered between them: counted in deliveries, not seconds, so a loaded machine runs
+# more cycles rather than fewer deliveries. This only bounds a hang.
+HANG_SECONDS = 900.0
 VERDICT_LATER = 24 * 3600.0
 
 
@@ -80,6 +84,7 @@ class Report:
     resends: int = 0
     states: Counter[str] = field(default_factory=Counter)
     expiries: Counter[str] = field(default_factory=Counter)
+    delivered_between_kills: int = 0  # delivered when the last kill had been checked
     seconds: float = 0.0
 
     def line(self) -> str:
@@ -92,7 +97,8 @@ class Report:
         states = " ".join(f"{k}={v}" for k, v in sorted(self.states.items()))
         reasons = " ".join(f"{k}={v}" for k, v in sorted(self.expiries.items()))
         return (
-            f"RELIABILITY-DETAIL seconds={self.seconds:.0f} envelopes: {states}; "
+            f"RELIABILITY-DETAIL seconds={self.seconds:.0f} "
+            f"delivered_between_kills={self.delivered_between_kills} envelopes: {states}; "
             f"expired by: {reasons or 'none'}; resends={self.resends} "
             f"kills_between_intent_and_record={len(self.mid_send)} "
             f"(written={self.written_before_record} not_written={self.killed_before_write}) "
@@ -150,10 +156,18 @@ class FrameLogs:
 
 class Harness:
     def __init__(
-        self, workdir: Path, kills: int, seed: int | None = None, say: Callable[[str], None] = print
+        self,
+        workdir: Path,
+        kills: int,
+        seed: int | None = None,
+        say: Callable[[str], None] = print,
+        min_delivered: int = 0,
+        hang_seconds: float = HANG_SECONDS,
     ) -> None:
         self.workdir = workdir
         self.kills = kills
+        self.min_delivered = min_delivered
+        self.hang_seconds = hang_seconds
         self.rng = random.Random(seed)
         self.say = say
         self.home = workdir / "home"
@@ -172,11 +186,13 @@ class Harness:
         started = time.monotonic()
         try:
             self._start_fleet()
-            for cycle in range(self.kills):
+            cycle = 0
+            while cycle < self.kills or self._short_of_work(started):
                 self._cycle(cycle)
                 self.report.kills += 1
                 self._check()
-                if (cycle + 1) % 100 == 0:
+                cycle += 1
+                if cycle % 100 == 0:
                     self.say(f"{self.report.line()} ({time.monotonic() - started:.0f}s)")
             self._settle()
             self._final_verdicts()
@@ -221,6 +237,16 @@ class Harness:
             time.sleep(left)
         server.send_signal(signal.SIGKILL)
         server.wait()
+
+    def _short_of_work(self, started: float) -> bool:
+        """Fewer than `min_delivered` delivered so far, and no hang yet."""
+        short = self.report.delivered_between_kills < self.min_delivered
+        if short and time.monotonic() - started >= self.hang_seconds:
+            self.say(
+                f"only {self.report.delivered_between_kills} delivered in {self.hang_seconds:.0f}s"
+            )
+            return False
+        return short
 
     # --- Dad's side: work flowing in ------------------------------------------------
 
@@ -335,6 +361,8 @@ class Harness:
             self.report.integrity.append(f"after kill {self.report.kills}: {integrity}")
         rows = self._rows()
         self._check_nothing_lost(rows)
+        if not final:
+            self.report.delivered_between_kills = sum(r.state == "delivered" for r in rows.values())
         frames = self.logs.read()
         self._check_frames(rows, frames)
         intents = self._query("SELECT outbox_id FROM engine_host_queue WHERE state = 'intent'")

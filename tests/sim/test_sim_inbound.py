@@ -16,13 +16,11 @@ def write_json(path, data) -> None:
     path.write_text(json.dumps(data))
 
 
-def test_bypass_receiver_holds_with_notice_and_waiting_then_drops_after_dialog_expiry(
-    start_chat,
-) -> None:
-    chat = start_chat("--mode", "bypassPermissions", "--dialog-expiry", "60s", time_scale=SCALE)
+def test_bypass_receiver_holds_with_notice_and_waiting(start_chat) -> None:
+    chat = start_chat("--mode", "bypassPermissions", "--dialog-expiry", "60s")
     frame = chat.frame(INVITE)
-    sent = time.monotonic()
     chat.send(frame)
+    chat.wait_note(f"frame {frame['msg_id']}: hold (permission-mode-parity)")
     entry = chat.wait_status("waiting")
     assert entry["waitingFor"] == "permission prompt"
     assert list(entry)[-1] == "waitingFor"
@@ -46,11 +44,28 @@ def test_bypass_receiver_holds_with_notice_and_waiting_then_drops_after_dialog_e
     )
     assert not chat.peer_entries(lines, frame["msg_id"])
     assert not chat.of_type(lines, "user")
+    # Still held once the chat has judged a later frame: the hold does not end by itself
+    # before its expiry (a minute here, which no test waits for).
+    later = chat.frame("A later message.")
+    chat.send(later)
+    chat.wait_note(f"frame {later['msg_id']}: hold (permission-mode-parity)")
+    assert not any("expired" in note for note in chat.notes)
+    assert chat.registry()["status"] == "waiting"
+    assert "(2 held)" in chat.of_type(chat.transcript(), "system", "informational")[1]["content"]
+
+
+def test_bypass_receiver_drops_the_held_frame_after_the_dialogs_expiry(start_chat) -> None:
+    chat = start_chat("--mode", "bypassPermissions", "--dialog-expiry", "60s", time_scale=SCALE)
+    frame = chat.frame(INVITE)
+    chat.send(frame)
+    chat.wait_note(f"frame {frame['msg_id']}: hold (permission-mode-parity)")
+    lines = chat.transcript()  # the notice, written before the note
+    assert chat.of_type(lines, "system", "informational")
     chat.wait_note(f"frame {frame['msg_id']}: held frame expired")
-    assert time.monotonic() - sent >= 60 * SCALE * 0.9
     idle = chat.wait_status("idle")
     assert "waitingFor" not in idle
     assert chat.transcript() == lines  # dropping writes nothing
+    assert not chat.peer_entries(lines, frame["msg_id"])
 
 
 def test_held_notice_previews_the_first_line_and_counts_what_is_held(start_chat) -> None:
@@ -175,12 +190,21 @@ def test_explicit_hold_shows_no_dialog_and_does_not_expire(start_chat) -> None:
     assert notice["content"].endswith(
         'Your "crossSessionInbound" setting is "hold"; set it to "accept" to deliver held messages.'
     )
-    time.sleep(60 * 0.01 * 1.5)  # well past the parity dialog's expiry
+    # Let the parity dialog's expiry (0.6 s here) pass, then have the chat judge a
+    # later frame: an expiry due before it would have been noted before its verdict.
+    time.sleep(60 * 0.01 * 1.5)
+    later = chat.frame("A later message.")
+    chat.send(later)
+    chat.wait_note(f"frame {later['msg_id']}: hold (flag)")
     entry = chat.registry()
     assert entry["status"] == "idle" and "waitingFor" not in entry
     assert not any("expired" in note for note in chat.notes)
     chat.kill(signal.SIGUSR1)  # no dialog: Deliver has nothing to approve
-    time.sleep(0.3)
+    # The signal is handled before a frame sent after it is judged.
+    last = chat.frame("The last message.")
+    chat.send(last)
+    chat.wait_note(f"frame {last['msg_id']}: hold (flag)")
+    assert not any("released" in note for note in chat.notes)
     assert not chat.peer_entries(chat.transcript(), frame["msg_id"])
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prerequisites import missing
 from sshd_harness import SSHD, ClientKeys, Sshd, remove, short_tmp
 
 from hosts.mac.host import Host
@@ -103,8 +104,10 @@ class Mac:
 @pytest.fixture
 def start_mac(client: ClientKeys) -> Iterator[Callable[..., Mac]]:
     """Start Macs; `trusted` puts the Mac's host key in the client's known_hosts."""
-    if os.geteuid() != 0 or not os.path.exists(SSHD):
-        pytest.skip("needs root and /usr/sbin/sshd (make test installs openssh-server)")
+    if os.geteuid() != 0:
+        missing("root, to run sshd (CI runs as root)")
+    if not os.path.exists(SSHD):
+        missing(f"{SSHD} (make test installs openssh-server)")
     macs: list[tuple[Mac, Path]] = []
 
     def start(name: str = "laptop", trusted: bool = True) -> Mac:
@@ -156,7 +159,7 @@ def host_on(request: pytest.FixtureRequest, laptop: Mac) -> Iterator[Host]:
         if kind == "pipe-python3.9":
             python = oldest_python() or ""
             if not python:
-                pytest.skip("no Python 3.9 on this machine to stand in for macOS's stock python3")
+                missing("a Python 3.9 (pyenv's, or python3.9 on PATH) for macOS's stock python3")
         host = PipeHost("laptop", env=env, python=python, codex=CODEX)
     else:
         host = laptop.ssh_host(codex=CODEX)

@@ -9,7 +9,6 @@ import socket
 import subprocess
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 SSHD = "/usr/sbin/sshd"
@@ -43,8 +42,15 @@ class ClientKeys:
         self.known_hosts.touch()
 
     def trust(self, server: Sshd) -> None:
-        with self.known_hosts.open("a") as out:
-            out.write(server.known_hosts_line())
+        self.trust_key(server.port, server.host_public)
+
+    def trust_key(self, port: int, public: str) -> None:
+        """Trust `public` at 127.0.0.1:`port`, in place of any key an earlier server on
+        the same port left (the file lasts the session; ports are used again)."""
+        where = f"[127.0.0.1]:{port} "
+        kept = [line for line in self.known_hosts.read_text().splitlines(True)
+                if not line.startswith(where)]  # fmt: skip
+        self.known_hosts.write_text("".join(kept) + f"{where}{public}\n")
 
 
 class Sshd:
@@ -157,12 +163,3 @@ def short_tmp(prefix: str) -> Path:
 
 def remove(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
-
-
-def wait_until(check, timeout: float = 10.0):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(0.05)

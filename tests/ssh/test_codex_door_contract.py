@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import Mac
-from sshd_harness import wait_until
+from waiting import wait_until
 
 from hosts.mac.host import Host, NativeRefusal
 from hosts.sim.launch import ROOT, codex_holder
@@ -64,7 +64,8 @@ def test_a_message_added_to_codexs_queue_is_seen_queued_then_received(
     holder = codex_holder(laptop.codex_home, thread_id, "--poll", "0.2")
     try:
         seen = wait_until(
-            lambda: host_on.rollout_scan(thread_id, position["size"], [outbox_id])["lines"]
+            lambda: host_on.rollout_scan(thread_id, position["size"], [outbox_id])["lines"],
+            "the receipt in the rollout",
         )
         receipt = json.loads(seen[0][1])["payload"]
         assert (receipt["type"], receipt["item"]["client_id"]) == ("item_completed", outbox_id)

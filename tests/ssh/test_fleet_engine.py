@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from conftest import Mac
 from netdelay import DelayProxy
-from sshd_harness import wait_until
+from waiting import wait_until
 
 from coop_engine import queries
 from coop_engine.db import open_ledger
@@ -86,8 +86,7 @@ def proxied(start_mac: Callable[..., Mac]) -> Iterator[tuple[Mac, DelayProxy, Ss
     """The laptop, reached through a delaying proxy (10 ms each way) that can hang."""
     laptop = start_mac("laptop")
     proxy = DelayProxy(laptop.port, 0.01).start()
-    with laptop.client.known_hosts.open("a") as known:  # the same key, at the proxy's port
-        known.write(f"[127.0.0.1]:{proxy.port} {laptop.sshd.host_public}\n")
+    laptop.client.trust_key(proxy.port, laptop.sshd.host_public)  # the same key, there
     host = laptop.ssh_host(port=proxy.port, deadline=DEADLINE, timeout=DEADLINE)
     yield laptop, proxy, host
     proxy.stop()
@@ -108,17 +107,21 @@ def test_a_transcript_appended_on_a_remote_mac_reaches_the_ledger_by_its_long_po
     chat = studio.chat("--think", "2")  # it answers two seconds after it took the invitation
     with office.serving() as server:
         outbox_id = office.invite(chat, "studio", "Pushed, not polled")
-        assert wait_until(lambda: office.received(outbox_id), timeout=WAIT)
+        wait_until(lambda: office.received(outbox_id), "the frame received", WAIT)
         passes = server.workers["studio"].passes
         answered_with_the_receipt = office.envelope(outbox_id)["facts"]["accepted"] is not None
         # Nothing runs on a timer here (an hour): the answer, written on the studio once
         # the passes after the send are over, reaches the ledger by the studio's long-poll.
         # (On a machine so loaded that one survey read the receipt and the answer together,
         # the answer came with the receipt's pass, itself woken by the long-poll.)
-        assert wait_until(lambda: office.envelope(outbox_id)["facts"]["accepted"], timeout=WAIT)
-        # The pass that recorded it is counted once it has returned.
-        grew = wait_until(lambda: server.workers["studio"].passes > passes, timeout=WAIT)
-        assert answered_with_the_receipt or grew
+        wait_until(
+            lambda: office.envelope(outbox_id)["facts"]["accepted"], "the answer recorded", WAIT
+        )
+        if not answered_with_the_receipt:
+            # The pass that recorded it is counted once it has returned.
+            wait_until(
+                lambda: server.workers["studio"].passes > passes, "the long-poll's pass", WAIT
+            )
     assert office.envelope(outbox_id)["state"] == "delivered"
 
 
@@ -131,16 +134,21 @@ def test_a_mac_hung_during_a_pass_holds_up_only_its_own_envelopes(
     on_laptop, on_studio = laptop.chat("--answer", "silent"), studio.chat("--answer", "silent")
     with office.serving():
         first = office.invite(on_laptop, "laptop", "Before the laptop hangs")
-        assert wait_until(lambda: office.received(first), timeout=WAIT)
+        wait_until(lambda: office.received(first), "the first frame received", WAIT)
         proxy.hang()
         waiting = office.invite(on_laptop, "laptop", "While the laptop hangs")
         moving = office.invite(on_studio, "studio", "While the laptop hangs")
-        assert wait_until(lambda: office.received(moving), timeout=WAIT)
-        assert wait_until(lambda: office.said("laptop is unreachable"), timeout=WAIT), office.log
+        wait_until(lambda: office.received(moving), "the studio's frame received", WAIT)
+        wait_until(
+            lambda: office.said("laptop is unreachable"),
+            "laptop unreachable",
+            WAIT,
+            detail=lambda: office.log,
+        )
         never_lost(office, waiting)
         assert office.envelope(waiting)["state"] == "pending"
         proxy.resume()
-        assert wait_until(lambda: office.received(waiting), timeout=WAIT)
+        wait_until(lambda: office.received(waiting), "the waiting frame received", WAIT)
         assert office.said("laptop answers again")
     never_lost(office, first)
     assert len(on_laptop.frames()) == 2 and len(on_studio.frames()) == 1
@@ -176,15 +184,34 @@ def test_a_mac_hung_during_a_sends_third_read_leaves_it_uncertain_never_resent(
     on_laptop, on_studio = laptop.chat("--answer", "silent"), studio.chat("--answer", "silent")
     with office.serving():
         cut_off = office.invite(on_laptop, "laptop", "Its request never answered")
-        assert wait_until(lambda: hanging.hung and office.envelope(cut_off)["state"] == "uncertain")
+        wait_until(
+            lambda: hanging.hung and office.envelope(cut_off)["state"] == "uncertain",
+            "the cut-off send uncertain",
+            WAIT,
+        )
         moving = office.invite(on_studio, "studio", "The studio goes on")
-        assert wait_until(lambda: office.received(moving), timeout=WAIT)
-        assert wait_until(lambda: office.said("send failed at request"), timeout=WAIT), office.log
-        assert wait_until(lambda: office.said("laptop is unreachable"), timeout=WAIT), office.log
+        wait_until(lambda: office.received(moving), "the studio's frame received", WAIT)
+        wait_until(
+            lambda: office.said("send failed at request"),
+            "the send failed",
+            WAIT,
+            detail=lambda: office.log,
+        )
+        wait_until(
+            lambda: office.said("laptop is unreachable"),
+            "laptop unreachable",
+            WAIT,
+            detail=lambda: office.log,
+        )
         never_lost(office, cut_off)
         assert office.envelope(cut_off)["state"] == "uncertain"  # bytes may have left
         proxy.resume()
-        assert wait_until(lambda: office.said("laptop answers again"), timeout=WAIT), office.log
+        wait_until(
+            lambda: office.said("laptop answers again"),
+            "laptop answers again",
+            WAIT,
+            detail=lambda: office.log,
+        )
         never_lost(office, cut_off)
     assert len(on_laptop.frames()) <= 1  # sent at most once: never again without a decision
 
@@ -198,15 +225,25 @@ def test_a_mac_hung_during_its_long_poll_rejoins_after_sigcont(
     on_laptop, on_studio = laptop.chat("--answer", "silent"), studio.chat("--answer", "silent")
     with office.serving():
         awaiting = office.invite(on_laptop, "laptop", "Delivered, then the link hangs")
-        assert wait_until(lambda: office.received(awaiting), timeout=WAIT)
+        wait_until(lambda: office.received(awaiting), "the frame received", WAIT)
         proxy.hang()  # idle now: only the laptop's long-poll is outstanding
-        assert wait_until(lambda: office.said("laptop is unreachable"), timeout=WAIT), office.log
+        wait_until(
+            lambda: office.said("laptop is unreachable"),
+            "laptop unreachable",
+            WAIT,
+            detail=lambda: office.log,
+        )
         moving = office.invite(on_studio, "studio", "The studio goes on")
-        assert wait_until(lambda: office.received(moving), timeout=WAIT)
+        wait_until(lambda: office.received(moving), "the studio's frame received", WAIT)
         never_lost(office, awaiting)
         proxy.resume()
-        assert wait_until(lambda: office.said("laptop answers again"), timeout=WAIT), office.log
+        wait_until(
+            lambda: office.said("laptop answers again"),
+            "laptop answers again",
+            WAIT,
+            detail=lambda: office.log,
+        )
         after = office.invite(on_laptop, "laptop", "After the laptop rejoined")
-        assert wait_until(lambda: office.received(after), timeout=WAIT)
+        wait_until(lambda: office.received(after), "the frame after rejoining received", WAIT)
     never_lost(office, awaiting)
     assert office.envelope(awaiting)["state"] == "delivered"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -15,11 +16,13 @@ from typing import Any
 
 import pytest
 from conftest import Mac
-from sshd_harness import wait_until
+from simchats import turn_over
+from waiting import wait_until
 
 from hosts.mac.host import Host
 from hosts.mac.local import LocalHost
 from hosts.mac.native import RECEIVER_CHANGED, NativeRefusal, frame
+from hosts.sim.launch import SimChat
 
 pytestmark = pytest.mark.ssh
 
@@ -30,6 +33,18 @@ def send(host: Host, session_id: str, text: str) -> tuple[str, dict[str, Any]]:
     pinned = host.target(session_id)
     line = frame(session_id, outbox_id, text).decode()
     return outbox_id, host.send_frame(pinned, session_id, line)
+
+
+def probe(chat: SimChat) -> str:
+    """A line of our own written straight to the chat's socket, once the chat has read
+    it: whatever reached that socket before the probe was read before it."""
+    marker = json.dumps({"probe": str(uuid.uuid4())})
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(30)
+        sock.connect(str(chat.socket))
+        sock.sendall(marker.encode() + b"\n")
+    wait_until(lambda: json.loads(marker) in chat.frames(), "the probe read by the chat")
+    return marker
 
 
 def truth(mac: Mac) -> LocalHost:
@@ -97,7 +112,7 @@ def test_send_frame_writes_exactly_the_one_line_after_its_own_registry_read(
     chat = laptop.chat()
     outbox_id, result = send(host_on, chat.session_id, "Please look at the importer")
     assert result["ok"] is True and result["written"] is True and result["stage"] == "done"
-    (received,) = wait_until(chat.frames)
+    (received,) = wait_until(chat.frames, "the frame received")
     assert received["msg_id"] == outbox_id and received["session_id"] == chat.session_id
     assert received["message"]["content"] == "Please look at the importer"
 
@@ -111,8 +126,10 @@ def test_send_frame_refuses_a_registry_rewritten_after_the_engines_reads(
     line = frame(chat.session_id, str(uuid.uuid4()), "work").decode()
     result = host_on.send_frame(pinned, chat.session_id, line)
     assert result == {"ok": False, "written": False, "stage": "verify", "error": RECEIVER_CHANGED}
-    time.sleep(0.2)
-    assert chat.frames() == [] and other.frames() == []
+    # Each socket read a probe sent after the refusal, and nothing before it.
+    for receiver in (chat, other):
+        marker = probe(receiver)
+        assert receiver.frames() == [json.loads(marker)]
 
 
 def test_registry_entry_is_the_live_entry_or_none(host_on: Host, laptop: Mac) -> None:
@@ -137,7 +154,10 @@ def test_transcript_position_scan_read_and_tail_follow_byte_offsets(
     chat = laptop.chat()
     before = host_on.transcript_position(chat.session_id)
     outbox_id, _ = send(host_on, chat.session_id, "Say hello")
-    wait_until(lambda: outbox_id in chat.transcript.read_text() if chat.transcript.exists() else 0)
+    wait_until(
+        lambda: chat.transcript.exists() and outbox_id in chat.transcript.read_text(),
+        "the frame in the transcript",
+    )
     position = host_on.transcript_position(chat.session_id)
     assert position["path"] == str(chat.transcript) and position["size"] > before["size"]
     scan = host_on.transcript_scan(chat.session_id, before["size"], [outbox_id], position["inode"])
@@ -246,7 +266,10 @@ def test_a_survey_answers_the_registry_and_each_envelopes_sightings_in_one_reque
     chat, other = laptop.chat("--name", "worker"), laptop.chat()
     before = host_on.transcript_position(chat.session_id)["size"]
     outbox_id, _ = send(host_on, chat.session_id, "Survey me")
-    assert wait_until(lambda: chat.transcript.exists() and outbox_id in chat.transcript.read_text())
+    wait_until(
+        lambda: chat.transcript.exists() and outbox_id in chat.transcript.read_text(),
+        "the frame in the transcript",
+    )
     answer = host_on.survey(None, [envelope_reading(chat, outbox_id, before)])
     assert answer["full"] is True and answer["gone"] == []
     assert sorted(c["session_id"] for c in answer["chats"]) == sorted(
@@ -268,7 +291,9 @@ def test_a_survey_after_the_last_cursor_carries_only_what_changed(
     unchanged = host_on.survey(first["cursor"], [])
     assert (unchanged["full"], unchanged["chats"], unchanged["gone"]) == (False, [], [])
     other.kill()
-    assert wait_until(lambda: truth(laptop).registry_entry(other.session_id) is None)
+    wait_until(
+        lambda: truth(laptop).registry_entry(other.session_id) is None, "the killed chat not live"
+    )
     after = host_on.survey(unchanged["cursor"], [])
     changed = {c["session_id"]: c for c in after["chats"]}
     assert chat.session_id not in changed
@@ -298,8 +323,7 @@ def test_the_long_poll_answers_when_a_watched_transcript_grows_and_not_before(
 ) -> None:
     chat = laptop.chat()
     outbox_id, _ = send(host_on, chat.session_id, "Wake the long-poll")
-    assert wait_until(lambda: chat.transcript.exists() and outbox_id in chat.transcript.read_text())
-    time.sleep(0.3)  # the chat's turn settles
+    turn_over(chat, outbox_id)  # nothing more to write: the quiet watch below is quiet
     surveyed = host_on.survey(None, [envelope_reading(chat, outbox_id, 0)])
     paths, digest = surveyed["watch"]["paths"], surveyed["watch"]["digest"]
     poller = host_on.long_poller()
@@ -338,7 +362,7 @@ def test_a_survey_that_changes_what_is_watched_wakes_the_long_poll_on_the_old_pa
         waiting.start()
         time.sleep(0.2)
         outbox_id, _ = send(host_on, chat.session_id, "Now watch my transcript")
-        assert wait_until(lambda: chat.transcript.exists())
+        wait_until(chat.transcript.exists, "the transcript written")
         host_on.survey(idle["cursor"], [envelope_reading(chat, outbox_id, 0)], None, name)
         waiting.join(20)
         assert answers and answers[0]["changed"] is True
@@ -357,7 +381,10 @@ def test_the_long_poll_tells_of_a_chat_that_died_though_no_file_changed(
         assert poller.watch(paths, digest, 0.3)["changed"] is False
         chat.kill()  # its registry entry stays, as after a crash
         assert chat.registry.exists()
-        assert wait_until(lambda: truth(laptop).registry_entry(chat.session_id) is None)
+        wait_until(
+            lambda: truth(laptop).registry_entry(chat.session_id) is None,
+            "the killed chat not live",
+        )
         assert poller.watch(paths, digest, 0.3)["changed"] is True
     finally:
         poller.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -12,13 +13,16 @@ from pathlib import Path
 
 import pytest
 from conftest import Mac
-from sshd_harness import SilentServer, free_port, keygen, short_tmp, wait_until
+from sshd_harness import SilentServer, free_port, keygen, short_tmp
+from waiting import wait_until
 
+import hosts.ssh
 from hosts.mac.host import HostError
 from hosts.mac.native import frame
 from hosts.ssh import SshHost
 
 pytestmark = pytest.mark.ssh
+PATIENCE = 30.0  # bounds a hang only
 
 
 def failure(host: SshHost) -> HostError:
@@ -54,21 +58,45 @@ def test_sshd_down_is_connection_refused(laptop: Mac) -> None:
     assert "connection refused by 127.0.0.1:" in failure(host).cause
 
 
+class _Frozen:
+    """`time` for hosts.ssh with its monotonic clock stopped: "asked again at once"."""
+
+    def __init__(self) -> None:
+        self.now = time.monotonic()
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(time, name)
+
+
 def test_a_server_that_accepts_and_never_answers_costs_its_timeout_and_no_more(
-    laptop: Mac,
+    laptop: Mac, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Counted in connections, not seconds: the one connection is given up on after the
+    timeout (the cause says which), and asked again within that timeout the Mac gets no
+    second connection, the same failure at once."""
     silent = SilentServer()
     try:
         host = laptop.ssh_host(port=silent.port, timeout=1.0)
-        started = time.monotonic()
         cause = failure(host).cause
-        elapsed = time.monotonic() - started
         assert cause.startswith("timed out after 1s waiting for ssh from 127.0.0.1:")
-        assert 0.9 < elapsed < 2.5
-        # Asked again at once: the Mac is not waited for twice in one pass.
-        started = time.monotonic()
+        wait_until(lambda: len(silent.accepted) == 1, "the one connection accepted")
+        (connection,) = silent.accepted
+        connection.settimeout(PATIENCE)
+        said = b""
+        while chunk := connection.recv(4096):  # its banner, then EOF: it hung up
+            said += chunk
+        assert said.startswith(b"SSH-2.0-"), said
+        # Asked again at once (the clock hosts.ssh reads stopped): no second connection.
+        monkeypatch.setattr(hosts.ssh, "time", _Frozen())
         assert failure(host).cause == cause
-        assert time.monotonic() - started < 0.2
+        # A probe connection after it: had the second ask connected, the server would
+        # have accepted that connection first.
+        with socket.create_connection(("127.0.0.1", silent.port), timeout=PATIENCE):
+            wait_until(lambda: len(silent.accepted) >= 2, "the probe connection accepted")
+        assert len(silent.accepted) == 2, "the Mac was connected to twice within its timeout"
     finally:
         silent.close()
 
@@ -97,7 +125,7 @@ def test_a_helper_killed_mid_session_is_started_again_by_the_next_request(laptop
     first = host.client.hello
     pid = host.health()["pid"]
     os.kill(pid, signal.SIGKILL)
-    wait_until(lambda: not host.client.running(), 5)
+    wait_until(lambda: not host.client.running(), "the helper seen dead")
     assert host.health()["pid"] != pid
     assert host.client.hello is not first
 
@@ -131,7 +159,7 @@ def agent(laptop: Mac, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     sock = str(folder / "agent.sock")
     process = subprocess.Popen(["ssh-agent", "-D", "-a", sock], stdout=subprocess.DEVNULL)
     try:
-        wait_until(lambda: os.path.exists(sock), 5)
+        wait_until(lambda: os.path.exists(sock), "the agent's socket")
         env = {**os.environ, "SSH_AUTH_SOCK": sock}
         subprocess.run(["ssh-add", "-q", str(laptop.client.identity)], env=env, check=True)
         monkeypatch.setenv("SSH_AUTH_SOCK", sock)
@@ -159,6 +187,6 @@ def test_session_ids_and_names_full_of_shell_metacharacters_reach_the_mac_unchan
     pinned = host.target(session_id)
     line = frame(session_id, "m-1", nasty).decode()
     assert host.send_frame(pinned, session_id, line)["ok"] is True
-    (received,) = wait_until(chat.frames)
+    (received,) = wait_until(chat.frames, "the frame received")
     assert received["session_id"] == session_id and received["message"]["content"] == nasty
     assert not marker.exists()

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from prerequisites import missing
 
 from coop_engine.loop.demo import coop_command
 
@@ -112,7 +113,7 @@ def alive(pid: int) -> bool:
 @pytest.fixture
 def terminal(tmp_path: Path) -> Iterator[Terminal]:
     if shutil.which("tmux") is None:
-        pytest.skip("needs tmux (make test installs it)")
+        missing("tmux (make test installs it)")
     temp = tmp_path / "tmp"
     temp.mkdir()
     env = {

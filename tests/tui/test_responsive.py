@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,9 @@ from hosts.ssh import SshHost
 
 pytestmark = pytest.mark.tui
 
-HANG = 6.0  # long enough that everything below happens inside it, even on a busy machine
+# Long enough that the keys and the new row below come first even on a loaded machine:
+# the order is the proof, and the timeout's own words say how long it waited.
+HANG = 15.0
 
 
 def survey_threads() -> int:
@@ -56,7 +57,6 @@ def test_keys_and_panes_stay_live_while_a_mac_hangs_until_its_timeout(workdir: P
 
     async def script(pilot: Pilot[None]) -> None:
         app: Any = pilot.app
-        started = time.monotonic()
         await until(pilot, lambda: "office" in app.surveys, what="the office answered")
         await until(pilot, lambda: app.outbox_pane.row_count == 11, what="the outbox")
         # The office's live chats are in the chats pane already.
@@ -77,8 +77,7 @@ def test_keys_and_panes_stay_live_while_a_mac_hangs_until_its_timeout(workdir: P
         assert "laptop" not in app.surveys
         assert "asking…" in laptop_row(app)
         assert survey_threads() <= 2
-        await until(pilot, lambda: "laptop" in app.surveys, timeout=HANG + 5, what="laptop")
-        assert time.monotonic() - started > HANG - 0.5  # it really did hang that long
+        await until(pilot, lambda: "laptop" in app.surveys, timeout=HANG + 30, what="laptop")
         reason = f"timed out after {HANG:g}s waiting for ssh from 127.0.0.1:{silent.port}"
         await until(pilot, lambda: reason in laptop_row(app), what="the reason shown")
 
@@ -210,11 +209,12 @@ def test_the_header_says_it_in_fewer_words_before_anything_is_cut(
         app: Any = pilot.app
         app.CLAIM_CHECK_SECONDS = 0.2
         await loaded(pilot)
+        counts = "3 expired · 1 held · 2 pending"
         await until(pilot, lambda: "watch only" in header_line(app), what="the coordinator")
+        await until(pilot, lambda: counts in header_line(app), what="the counts")
         await until(pilot, lambda: "unread" in header_line(app), what="the badge")
         line = header_line(app)
         assert "…" not in line
-        assert "3 expired · 1 held · 2 pending" in line
         if size[0] == 80:
             assert "watch only · 3 expired" in line and "3 unread (!)" in line
             assert "Coop —" not in line and "no coordinator" not in line
@@ -223,11 +223,11 @@ def test_the_header_says_it_in_fewer_words_before_anything_is_cut(
             assert "3 unread notices (!)" in line
         # Narrower still, then wide again: the header follows the terminal.
         await pilot.resize_terminal(60, 15)
-        await settle(pilot)
-        assert "watch only · 3 expired" in header_line(app)
+        short = "watch only · 3 expired"
+        await until(pilot, lambda: short in header_line(app), what="the narrow header")
         await pilot.resize_terminal(160, 48)
-        await settle(pilot)
-        assert "no coordinator (watch only)" in header_line(app)
+        long = "no coordinator (watch only)"
+        await until(pilot, lambda: long in header_line(app), what="the wide header")
 
     drive(staged.app(), script, size=size)
 
