@@ -203,8 +203,16 @@ class MacWorker:
     # --- the long-poll ----------------------------------------------------------------
 
     def long_poll(self) -> None:
-        """Keep one `watch` outstanding on the Mac, with what its last survey watched;
-        wake the worker when it answers changed (unless a newer survey already took the
+        """Keep one `watch` outstanding on the Mac; a bug here stops the coordinator, as
+        one in the worker does, rather than leave the Mac silently unwatched."""
+        try:
+            self._watch()
+        except Exception as error:
+            self.crashed(error)
+
+    def _watch(self) -> None:
+        """One `watch` outstanding at a time, with what the last survey watched; wake
+        the worker when it answers changed (unless a newer survey already took the
         change in)."""
         while not self.stopping.is_set():
             seen, watch = self.view.surveys, self.view.watching

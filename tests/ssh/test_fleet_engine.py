@@ -92,6 +92,18 @@ def proxied(start_mac: Callable[..., Mac]) -> Iterator[tuple[Mac, DelayProxy, Ss
     proxy.stop()
 
 
+def worker_state(server: Server, name: str) -> dict[str, Any]:
+    """What a Mac's worker was doing, for a failure's message: its passes, whether its
+    threads live, and what its long-poll watches."""
+    worker = server.workers[name]
+    return {
+        "passes": worker.passes,
+        "threads": {thread.name: thread.is_alive() for thread in worker._threads},
+        "watching": worker.view.watching is not None,
+        "surveys": worker.view.surveys,
+    }
+
+
 def never_lost(office: Office, outbox_id: str) -> None:
     """Not expired, and not resent: one envelope, one attempt, no successor."""
     row = office.envelope(outbox_id)
@@ -223,7 +235,7 @@ def test_a_mac_hung_during_its_long_poll_rejoins_after_sigcont(
     studio = start_mac("studio")
     office = Office(tmp_path, {"laptop": laptop_host, "studio": studio.ssh_host()})
     on_laptop, on_studio = laptop.chat("--answer", "silent"), studio.chat("--answer", "silent")
-    with office.serving():
+    with office.serving() as server:
         awaiting = office.invite(on_laptop, "laptop", "Delivered, then the link hangs")
         wait_until(lambda: office.received(awaiting), "the frame received", WAIT)
         proxy.hang()  # idle now: only the laptop's long-poll is outstanding
@@ -231,7 +243,7 @@ def test_a_mac_hung_during_its_long_poll_rejoins_after_sigcont(
             lambda: office.said("laptop is unreachable"),
             "laptop unreachable",
             WAIT,
-            detail=lambda: office.log,
+            detail=lambda: (office.log, worker_state(server, "laptop")),
         )
         moving = office.invite(on_studio, "studio", "The studio goes on")
         wait_until(lambda: office.received(moving), "the studio's frame received", WAIT)

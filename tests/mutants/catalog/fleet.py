@@ -301,4 +301,16 @@ MUTANTS = (
         ' title="Adoption", markup=True)\n',
         ("tests/tui/test_adoption_toast.py",),
     ),
+    Mutant(
+        "long-poll-bug-leaves-the-mac-unwatched",
+        "the one coordinator: a bug in a Mac's long-poll stops serve, never a silent thread",
+        "coop_engine/loop/macs.py",
+        "        try:\n            self._watch()\n        except Exception as error:\n"
+        "            self.crashed(error)\n",
+        "        self._watch()\n",
+        (
+            "tests/coordinator/test_long_poll_bug.py"
+            "::test_a_bug_in_the_long_poll_stops_the_coordinator_with_it",
+        ),
+    ),
 )
