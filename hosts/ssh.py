@@ -154,14 +154,30 @@ class SshHost(HelperHost):
             return transport
 
     def exec_channel(self, command: str) -> paramiko.Channel:
-        """A new session channel on the Mac's Transport running `command` (a fixed line)."""
+        """A new session channel on the Mac's Transport running `command` (a fixed line),
+        within `timeout`."""
         transport = self.transport()
+        # paramiko waits for the answer to an exec request with no timeout of its own: a
+        # Mac that hangs just then would hold this thread for good. At the timeout the
+        # Transport is closed, which ends that wait.
+        late = threading.Event()
+
+        def give_up() -> None:
+            late.set()
+            transport.close()
+
+        timer = threading.Timer(self.timeout, give_up)
+        timer.daemon = True
         try:
             channel = transport.open_session(timeout=self.timeout)
+            timer.start()
             channel.exec_command(command)
         except (paramiko.SSHException, OSError, EOFError) as error:
             transport.close()
-            raise HostError(self.name, f"cannot start the helper over ssh: {error}") from None
+            why = f"timed out after {self.timeout:g}s" if late.is_set() else str(error)
+            raise HostError(self.name, f"cannot start the helper over ssh: {why}") from None
+        finally:
+            timer.cancel()
         return channel
 
     def _open_helper(self, length: int) -> Stream:

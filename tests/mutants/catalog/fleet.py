@@ -10,6 +10,7 @@ from ..mutant import Mutant
 CALLER = "coop_engine/cli/caller.py"
 CLAIM = "coop_engine/loop/claim.py"
 SSH = "hosts/sshconnect.py"
+SSH_HOST = "hosts/ssh.py"
 WITHDRAWAL = "coop_engine/loop/withdrawal.py"
 DELIVERY = "coop_engine/delivery.py"
 AUTHORITY = "tests/coordinator/test_authority.py"
@@ -311,6 +312,17 @@ MUTANTS = (
         (
             "tests/coordinator/test_long_poll_bug.py"
             "::test_a_bug_in_the_long_poll_stops_the_coordinator_with_it",
+        ),
+    ),
+    Mutant(
+        "helper-start-waits-forever",
+        "a Mac that hangs costs its own timeout: starting a helper gives up at the timeout",
+        SSH_HOST,
+        "            timer.start()\n",
+        "",
+        (
+            "tests/ssh/test_helper_start_hang.py"
+            "::test_a_mac_hung_between_opening_a_session_and_its_exec_costs_the_timeout",
         ),
     ),
 )
