@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,29 +15,6 @@ import pytest
 from hosts.mac import native
 from hosts.mac.identity import detect_claude_session
 from hosts.mac.platforms import LinuxPlatform
-
-
-@pytest.fixture
-def live_process() -> Iterator[subprocess.Popen[bytes]]:
-    process = subprocess.Popen(["sleep", "60"])
-    yield process
-    process.kill()
-    process.wait()
-
-
-@pytest.fixture
-def inbox() -> Iterator[Path]:
-    folder = Path(tempfile.mkdtemp(prefix="cb", dir="/tmp"))
-    os.chmod(folder, 0o700)
-    path = folder / "1.sock"
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(str(path))
-    os.chmod(path, 0o600)
-    server.listen()
-    yield path
-    server.close()
-    path.unlink()
-    folder.rmdir()
 
 
 def test_an_entry_without_proc_start_is_never_live_on_linux(

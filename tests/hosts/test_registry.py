@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -18,27 +15,6 @@ from waiting import wait_until
 
 from hosts.mac import native
 from hosts.mac.platforms import LinuxPlatform, MacPlatform
-
-
-@pytest.fixture
-def live_process() -> Iterator[subprocess.Popen[bytes]]:
-    process = subprocess.Popen(["sleep", "60"])
-    yield process
-    process.kill()
-    process.wait()
-
-
-@pytest.fixture
-def inbox() -> Iterator[Path]:
-    folder = Path(tempfile.mkdtemp(dir="/tmp"))
-    os.chmod(folder, 0o700)
-    path = folder / "1.sock"
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(str(path))
-    os.chmod(path, 0o600)
-    server.listen()
-    yield path
-    server.close()
 
 
 def proc_start(pid: int) -> str:
