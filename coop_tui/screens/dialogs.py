@@ -22,7 +22,23 @@ from coop_tui.messages import LedgerChanged
 from coop_tui.screens.base import OfTheApp
 
 
-class ConfirmResend(OfTheApp, ModalScreen[bool]):
+class YesNo(ModalScreen[bool]):
+    """A confirmation: its own y / n keys and buttons, answered with `dismiss`."""
+
+    def buttons(self, yes: str) -> ComposeResult:
+        with Horizontal(classes="buttons"):
+            yield Button(f"{yes} (y)", variant="warning", id="yes")
+            yield Button("Cancel (n)", id="no")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.action_answer(event.button.id == "yes")
+
+
+class ConfirmResend(OfTheApp, YesNo):
     """Send again shows the proof of loss before anything is decided."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -45,9 +61,7 @@ class ConfirmResend(OfTheApp, ModalScreen[bool]):
         with Vertical(id="dialog"):
             yield Label(Text(f"Send again {self.outbox_id[:8]}?", style="bold"))
             yield Static(Text("Loading the proof of loss…", style="dim"), id="proof")
-            with Horizontal(classes="buttons"):
-                yield Button("Send again (y)", variant="warning", id="yes")
-                yield Button("Cancel (n)", id="no")
+            yield from self.buttons("Send again")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -85,10 +99,6 @@ class ConfirmResend(OfTheApp, ModalScreen[bool]):
             return
         self.dismiss(yes)
 
-    @on(Button.Pressed)
-    def _pressed(self, event: Button.Pressed) -> None:
-        self.action_answer(event.button.id == "yes")
-
 
 def withdrawal_words(envelope: dict[str, Any]) -> list[str]:
     """What Withdraw will do to this envelope, before anything is decided."""
@@ -109,7 +119,7 @@ def withdrawal_words(envelope: dict[str, Any]) -> list[str]:
     return lines
 
 
-class ConfirmWithdraw(ModalScreen[bool]):
+class ConfirmWithdraw(YesNo):
     """Withdraw says what it will do (cancel, or ask Codex) before anything is decided."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -133,17 +143,8 @@ class ConfirmWithdraw(ModalScreen[bool]):
         with Vertical(id="dialog"):
             yield Label(Text(f"Withdraw {self.envelope['id'][:8]}?", style="bold"))
             yield Static(Text("\n").join(lines), id="withdrawal")
-            with Horizontal(classes="buttons"):
-                yield Button("Withdraw (y)", variant="warning", id="yes")
-                yield Button("Cancel (n)", id="no")
+            yield from self.buttons("Withdraw")
         yield Footer()
-
-    def action_answer(self, yes: bool) -> None:
-        self.dismiss(yes)
-
-    @on(Button.Pressed)
-    def _pressed(self, event: Button.Pressed) -> None:
-        self.action_answer(event.button.id == "yes")
 
 
 class FilterDialog(ModalScreen[str | None]):
@@ -231,7 +232,7 @@ class AddTodoDialog(OfTheApp, ModalScreen[int | None]):
         self.dismiss(None)
 
 
-class ConfirmRefusing(ModalScreen[bool]):
+class ConfirmRefusing(YesNo):
     """Inviting a chat predicted to refuse is a second decision: it says why the
     invitation will not arrive."""
 
@@ -250,17 +251,8 @@ class ConfirmRefusing(ModalScreen[bool]):
             yield Label(Text("This invitation will not arrive", style="bold red"))
             yield Static(Text(f"{self.chat}: {self.why}."), id="refusing-why")
             yield Static(Text("Invite it anyway? The refusal is recorded as proof, not retried."))
-            with Horizontal(classes="buttons"):
-                yield Button("Invite anyway (y)", variant="warning", id="yes")
-                yield Button("Cancel (n)", id="no")
+            yield from self.buttons("Invite anyway")
         yield Footer()
-
-    def action_answer(self, yes: bool) -> None:
-        self.dismiss(yes)
-
-    @on(Button.Pressed)
-    def _pressed(self, event: Button.Pressed) -> None:
-        self.action_answer(event.button.id == "yes")
 
 
 def chat_label(host: str, chat: dict[str, Any]) -> Text:

@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from waiting import wait_until
 
 from hosts.sim.launch import SimChat, SimFleet
 
@@ -79,11 +79,12 @@ def caller_at(
         chain_command(wanted, answer),
         env={"CLAUDE_CONFIG_DIR": str(chats.config_dir), **env},
     )
-    deadline = time.monotonic() + ANSWER_SECONDS
-    while not answer.exists():
+
+    def answered() -> bool:
         assert chat.process.poll() is None, "the chat exited"
-        assert time.monotonic() < deadline, f"no answer; the chat's notes: {chat.frame_log}"
-        time.sleep(0.05)
+        return answer.exists()
+
+    wait_until(answered, "the caller's answer", ANSWER_SECONDS, detail=lambda: chat.frame_log)
     found: dict[str, Any] = json.loads(answer.read_text())
     if wanted:
         assert found["steps"] == wanted

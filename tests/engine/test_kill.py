@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from waiting import wait_until
 
 from hosts.sim.launch import SimChat, SimFleet
 
@@ -145,11 +146,12 @@ def phase_of(db: Path, logged: set[str], todo: int) -> str:
 def kill_at_the_write(child: subprocess.Popen[str], chat: SimChat) -> None:
     """SIGKILL the child the moment the chat's inbox has read one more frame."""
     before = len(received(chat))
-    deadline = time.monotonic() + HANG_SECONDS
-    while len(received(chat)) == before:
+
+    def one_more() -> bool:
         assert child.poll() is None, "the child exited by itself"
-        assert time.monotonic() < deadline, "no frame reached the chat"
-        time.sleep(0.0005)
+        return len(received(chat)) > before
+
+    wait_until(one_more, "a frame reaching the chat", HANG_SECONDS, interval=0.0005)
     child.send_signal(signal.SIGKILL)
 
 
@@ -190,13 +192,11 @@ def test_sigkill_never_leaves_a_sent_envelope_looking_unsent(
 
     # The chat reads what the last child wrote a moment later: wait for every
     # acknowledged envelope to be in its inbox's log (a hang is the only bound).
-    deadline = time.monotonic() + HANG_SECONDS
-    while True:
+    def all_read() -> bool:
         _, envelopes, _ = ledger_rows(db)
         acknowledged = {e for e, (_, at) in envelopes.items() if at is not None}
-        if acknowledged <= set(received(chat)):
-            break
-        assert time.monotonic() < deadline, "a transport was recorded for bytes never sent"
-        time.sleep(0.05)
+        return acknowledged <= set(received(chat))
+
+    wait_until(all_read, "every acknowledged envelope in the chat's inbox", HANG_SECONDS)
     check(db, chat)
     assert hit >= MUST_HIT, f"kills landed only in {sorted(hit)} after {kills} kills"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Mac
+from prerequisites import missing
 from sshd_harness import SSHD, ClientKeys, Sshd, remove, short_tmp
 
 from hosts.mac.host import HostError
@@ -98,8 +99,10 @@ class MultiKeySshd:
 
 @pytest.fixture
 def multi_key(client: ClientKeys) -> Iterator[Callable[[str], MultiKeySshd]]:
-    if os.geteuid() != 0 or not os.path.exists(SSHD):
-        pytest.skip("needs root and /usr/sbin/sshd (make test installs openssh-server)")
+    if os.geteuid() != 0:
+        missing("root, to run sshd (CI runs as root)")
+    if not os.path.exists(SSHD):
+        missing(f"{SSHD} (make test installs openssh-server)")
     started: list[MultiKeySshd] = []
 
     def start(kind: str) -> MultiKeySshd:

@@ -79,11 +79,8 @@ MUTANTS = (
         "confirmation-without-its-own-keys",
         "fits the terminal: a confirmation's footer shows its own keys",
         "coop_tui/screens/dialogs.py",
-        '                yield Button("Send again (y)", variant="warning", id="yes")\n'
-        '                yield Button("Cancel (n)", id="no")\n'
-        "        yield Footer()\n",
-        '                yield Button("Send again (y)", variant="warning", id="yes")\n'
-        '                yield Button("Cancel (n)", id="no")\n',
+        '            yield from self.buttons("Send again")\n        yield Footer()\n',
+        '            yield from self.buttons("Send again")\n',
         (f"{RESPONSIVE}::test_a_confirmation_shows_its_own_keys_in_its_footer",),
     ),
     Mutant(
