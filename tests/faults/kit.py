@@ -17,6 +17,8 @@ from __future__ import annotations
 import contextvars
 import functools
 import json
+import os
+import signal
 import sqlite3
 import tempfile
 import time
@@ -202,6 +204,16 @@ class Fleet:
             self.holder = codex_holder(self.codex_home, self.thread, "--poll", "0.05")
         return self.thread
 
+    def pause_holder(self) -> None:
+        """The holder stops taking its queue (SIGSTOP): what is sent waits there."""
+        assert self.holder is not None
+        os.kill(self.holder.pid, signal.SIGSTOP)
+
+    def resume_holder(self) -> None:
+        """SIGCONT, harmless to a holder that was never stopped."""
+        if self.holder is not None:
+            os.kill(self.holder.pid, signal.SIGCONT)
+
     def rollout(self) -> Path:
         assert self.thread is not None
         (path,) = self.codex_home.glob(f"sessions/**/rollout-*-{self.thread}.jsonl")
@@ -258,6 +270,7 @@ class World:
         self.rollout_start: int | None = None  # where this run's Codex receipts begin
 
     def close(self) -> None:
+        self.fleet.resume_holder()  # a run that failed before its heal stops no other
         self.host.close()
         self.db.close()
 

@@ -338,7 +338,7 @@ POINTS: tuple[Point, ...] = (
     _ledger("record_status", "accept", "statuses", ANY),
     _ledger("sweep_obligations", "obligation", "obligations", ANY),
     _ledger("cancel_stale", "stale", "stale", UNSENT),
-    _ledger("record_queue", "codex", "observe", SENT),
+    _ledger("record_queue", "codex_queued", "observe", SENT),
     # The registry, read twice by the engine and a third time where the chat lives.
     _host("registry.list", "target", "accept", "deliver", "EIO", UNSENT,
           module_os(native, "listdir", EIO, "target")),
@@ -391,7 +391,7 @@ POINTS: tuple[Point, ...] = (
           transcript_read("rollout_scan")),
     _host("rollout.answer", "rollout_read", "codex", "observe", "EIO", ANY,
           transcript_read("rollout_read")),
-    _host("survey.codex_queue", "survey", "codex", "survey", "EIO", ANY, queue_unreadable),
+    _host("survey.codex_queue", "survey", "codex_queued", "survey", "EIO", ANY, queue_unreadable),
     _host("helper.codex_add_answer_lost", "codex_queue_add", "codex", "deliver", "timeout",
           SENT, helper_answer_lost("codex_queue_add"), helper=True),
     # The helper protocol, as over ssh: a request lost, an answer lost, a helper dead.

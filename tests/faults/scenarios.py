@@ -90,9 +90,20 @@ def _socket_private(world: World, outbox: str) -> None:
     os.chmod(world.fleet.chat("accept").socket, 0o600)
 
 
+def _queue_waits(world: World, outbox: str) -> None:
+    """What is sent waits in Codex's queue until healed, so a survey sees it there
+    whatever the holder's speed."""
+    world.fleet.pause_holder()
+
+
+def _queue_taken(world: World, outbox: str) -> None:
+    world.fleet.resume_holder()
+
+
 SCENARIOS: dict[str, Scenario] = {
     "accept": Scenario("accept", _work_delivered),
     "codex": Scenario("codex", _work_delivered),
+    "codex_queued": Scenario("codex", _work_delivered, before=_queue_waits, heal=_queue_taken),
     "refusal": Scenario(
         "accept", _work_delivered, before=_socket_open_to_group, heal=_socket_private
     ),
