@@ -29,8 +29,12 @@ demo: $(VENV)/.installed
 system-programs:
 	@scripts/ensure-system-programs
 
+# The suite in WORKERS processes (pytest-xdist): most of its time is spent waiting on
+# chats, sshd and the clock, so more workers than cores still pay. Each test file
+# stays in one process (its fixtures and its order hold); WORKERS=0 runs it in this one.
+WORKERS ?= 3
 test: $(VENV)/.installed-test system-programs
-	$(PYTEST) -q
+	$(PYTEST) -q -n $(WORKERS) --dist loadfile
 
 # Everything but the slow groups: for the edit-test loop.
 test-fast: $(VENV)/.installed-test

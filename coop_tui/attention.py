@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from textual import events
 from textual.app import App
 from textual.content import Content
 
@@ -26,16 +27,27 @@ def counts_words(counts: dict[str, int]) -> str:
     return " · ".join(f"{counts[s]} {s}" for s in HEADER_STATES if counts.get(s))
 
 
-def unread_words(unread: int, short: bool = False) -> str:
+def unread_words(unread: int, form: int = 0) -> str:
+    """The unread badge, in the header's `form` (0 the longest)."""
     if not unread:
         return ""
-    if short:
-        return f"{unread} unread (!)"
-    return f"{unread} unread notice{'s' * (unread != 1)} (!)"
+    return (f"{unread} unread notice{'s' * (unread != 1)} (!)", f"{unread} unread (!)",
+            f"{unread} (!)")[form]  # fmt: skip
 
 
-# The header's line around its title: Textual's icon (8 cells) and clock space (10).
+# Textual's header icon (8 cells) and clock space (10) around the title: the first to go
+# when the line does not fit (the palette stays on ^p).
 HEADER_EDGES = 18
+# The header's forms, most words first: (icon and clock space kept, the app's title
+# kept, the coordinator's words, the badge's words), each form 0 the longest.
+HEADER_FORMS = (
+    (True, True, 0, 0),
+    (False, True, 0, 0),
+    (False, False, 0, 1),
+    (False, True, 1, 1),
+    (False, False, 1, 1),
+    (False, False, 2, 2),
+)
 Part = tuple[str, str]  # a piece of the header's line and its style
 
 
@@ -43,8 +55,7 @@ class Attention(App[None]):
     """The part of the app that tells Dad what needs a decision."""
 
     coordinator_state: str
-    coordinator_words: str
-    coordinator_short: str
+    coordinator_words: tuple[str, str, str]  # Truth.words, .short and .shortest
     counts: dict[str, int]
     unread = 0
     newest_notice = 0  # the newest notice in the ledger, as last read
@@ -52,32 +63,34 @@ class Attention(App[None]):
     _header_titled = True  # the header's line starts with the app's title
     _header_parts: tuple[Part, ...] = ()
 
-    def _header(self) -> None:
+    def _header(self, width: int | None = None) -> None:
         """The main screen's header: the coordinator, the counts, the unread notices,
-        in the longest words that fit the terminal's width (no title, then fewer words,
-        before anything is cut)."""
-        room = self.size.width - HEADER_EDGES
-        for short, titled in ((False, True), (False, False), (True, True), (True, False)):
-            parts = self._parts(short=short, short_badge=short or not titled)
+        in the longest words that fit the terminal's width (no icon, no title, then
+        fewer words, before anything is cut)."""
+        width = self.size.width if width is None else width
+        for edges, titled, words, badge in HEADER_FORMS:
+            parts = self._parts(words, badge)
             line = " · ".join(text for text, _ in parts)
+            room = width - HEADER_EDGES * edges
             if len(f"{self.title} — {line}" if titled else line) <= room:
                 break
+        self.set_class(not edges, "-bare-header")
         self._header_titled, self._header_parts = titled, tuple(parts)
         self.sub_title = line
 
-    def _parts(self, short: bool, short_badge: bool) -> list[Part]:
+    def _parts(self, words: int, badge: int) -> list[Part]:
         stopped = self.coordinator_state == STOPPED
-        words = self.coordinator_short if short else self.coordinator_words
-        parts = [(words, "bold $error" if stopped else "dim")]
+        parts = [(self.coordinator_words[words], "bold $error" if stopped else "dim")]
         counts = counts_words(self.counts)
         if counts:
             parts.append((counts, "$warning" if self.counts.get("expired") else ""))
         if self.unread:
-            parts.append((unread_words(self.unread, short_badge), "bold $accent"))
+            parts.append((unread_words(self.unread, badge), "bold $accent"))
         return parts
 
-    def on_resize(self) -> None:
-        self._header()
+    def on_resize(self, event: events.Resize) -> None:
+        # The event's size: this runs before App's own handler takes it as the app's.
+        self._header(event.size.width)
 
     def format_title(self, title: str, sub_title: str) -> Content:
         """The header's line; a stopped coordinator stands out (red), so does mail."""

@@ -46,8 +46,8 @@ class Coordination(App[None]):
     _attached_to: str | None = None  # the coordinator the status line says it watches
     claim_told = False  # the status line has said who coordinates, at least once
     coordinator_state = NONE  # running, stopped or none, as the header says it
-    coordinator_words = "coordinator: asking the ledger"  # the header's words for it
-    coordinator_short = "asking the ledger"  # the same, for a narrow terminal
+    # The header's words for it, longest first, for narrower terminals (Truth.forms).
+    coordinator_words = ("coordinator: asking the ledger", "asking the ledger", "asking")
 
     def _start_coordinator(self) -> None:
         """Coordinate here (auto) under the ledger's claim, or watch whoever holds it;
@@ -92,13 +92,14 @@ class Coordination(App[None]):
                     STOPPED,
                     "coordinator in this app stopped: deliveries are not moving",
                     "STOPPED: not moving",
+                    "STOPPED",
                 )
             assert self.engine is not None
             return truth_of(ledger_claim(self.engine.db).look(), self.office.name, now)
 
     def _coordinator_told(self, truth: Truth) -> None:
         self.coordinator_state = truth.state
-        self.coordinator_words, self.coordinator_short = truth.words, truth.short
+        self.coordinator_words = truth.forms
         if self._showing():
             self._header()
 
@@ -161,7 +162,7 @@ class Coordination(App[None]):
 
         def _showing(self) -> bool: ...
 
-        def _header(self) -> None: ...
+        def _header(self, width: int | None = None) -> None: ...
 
         def _status(self, text: str) -> None: ...
 
@@ -169,11 +170,16 @@ class Coordination(App[None]):
 @dataclass(frozen=True)
 class Truth:
     """The coordinator as the header says it: its state, in a few words, and in fewer
-    for a narrow terminal."""
+    for a narrow terminal, and fewer still."""
 
     state: str
     words: str
     short: str
+    shortest: str
+
+    @property
+    def forms(self) -> tuple[str, str, str]:
+        return self.words, self.short, self.shortest
 
 
 def truth_of(look: Look, office: str, now: float) -> Truth:
@@ -185,12 +191,14 @@ def truth_of(look: Look, office: str, now: float) -> Truth:
     if look.state == RUNNING:
         passed = holder.last_pass_at if holder else None
         last = "no pass yet" if passed is None else f"last pass {ago(now, passed)}"
-        return Truth(RUNNING, f"coordinator running: {named}, {last}", f"running, {last}")
+        words = f"coordinator running: {named}, {last}"
+        return Truth(RUNNING, words, f"running, {last}", "running")
     if look.state == STOPPED and holder is not None:
         seen = ago(now, look.last_sign_of_life() or holder.started_at)
         return Truth(
             STOPPED,
             f"coordinator stopped: {named}, last seen {seen}: deliveries are not moving",
             f"STOPPED {seen}: not moving",
+            f"STOPPED {seen}",
         )
-    return Truth(NONE, "no coordinator (watch only)", "watch only")
+    return Truth(NONE, "no coordinator (watch only)", "watch only", "watch only")

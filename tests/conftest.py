@@ -10,10 +10,19 @@ from pathlib import Path
 
 import pytest
 
+# The FAULTS report, printed by the one process that prints (xdist's controller).
+from faults.report import pytest_sessionfinish, pytest_terminal_summary, pytest_testnodedown
+
 # Under CI's switch, every skip not on prerequisites.ALLOWED_SKIPS fails, naming itself.
 from prerequisites import pytest_make_collect_report, pytest_runtest_makereport
 
-__all__ = ["pytest_make_collect_report", "pytest_runtest_makereport"]
+__all__ = [
+    "pytest_make_collect_report",
+    "pytest_runtest_makereport",
+    "pytest_sessionfinish",
+    "pytest_terminal_summary",
+    "pytest_testnodedown",
+]
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -169,19 +169,6 @@ class Fault:
 # --- the world: chats, a ledger, hosts ---------------------------------------------------
 
 
-@dataclass
-class Run:
-    """What one fault run found; collected for the FAULTS line."""
-
-    point: str
-    flavour: str
-    outcome: str  # old, or new: the command that recorded the failure
-    raised: str | None
-    state: str  # the envelope's state after the faulted pass
-    recovered: bool
-
-
-RESULTS: list[Run] = []
 SEEN_OPS: Counter[str] = Counter()
 SEEN_COMMANDS: Counter[str] = Counter()
 

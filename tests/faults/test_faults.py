@@ -20,17 +20,16 @@ from hosts.mac.host import OPERATIONS
 
 from .kit import (
     RECOVERY_PASSES,
-    RESULTS,
     SEEN_COMMANDS,
     SEEN_OPS,
     Fault,
     Fleet,
-    Run,
     World,
     dump,
     instrument,
 )
 from .points import POINTS, Point
+from .report import RESULTS, Run
 from .scenarios import SCENARIOS, check_frames, first_phase, settle
 
 REPO = Path(__file__).resolve().parents[2]

@@ -116,10 +116,13 @@ def terminal(tmp_path: Path) -> Iterator[Terminal]:
         missing("tmux (make test installs it)")
     temp = tmp_path / "tmp"
     temp.mkdir()
+    # Not COLUMNS and LINES either (pytest-xdist sets them in its workers): the app
+    # would take them over the size of tmux's pane.
     env = {
         key: value
         for key, value in os.environ.items()
         if not key.startswith(("COOP_", "PIPPA_", "TMUX", "CLAUDE_CONFIG_DIR"))
+        and key not in ("COLUMNS", "LINES")
     }
     env.update(TMPDIR=str(temp), TERM="xterm-256color", LANG="C.UTF-8")
     terminal = Terminal(tmp_path / "tmux.sock", env)

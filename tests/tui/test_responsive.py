@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from ssh.sshd_harness import SilentServer
 from textual.pilot import Pilot
+from textual.widgets._header import HeaderIcon
 from tuikit import Staged, drive, loaded, screen_text, select_row, settle, stage, until
 
 from coop_tui.screens.dialogs import ConfirmResend, FilterDialog, InviteDialog
@@ -215,19 +216,29 @@ def test_the_header_says_it_in_fewer_words_before_anything_is_cut(
         await until(pilot, lambda: "unread" in header_line(app), what="the badge")
         line = header_line(app)
         assert "…" not in line
+        icon = app.screen.query_one(HeaderIcon)
         if size[0] == 80:
-            assert "watch only · 3 expired" in line and "3 unread (!)" in line
-            assert "Coop —" not in line and "no coordinator" not in line
+            # The icon and the title go first, then the badge's words.
+            assert "no coordinator (watch only) · 3 expired" in line, line
+            assert "3 unread (!)" in line and "Coop —" not in line, line
+            assert not icon.display
         else:
             assert "Coop — no coordinator (watch only) · 3 expired" in line
-            assert "3 unread notices (!)" in line
-        # Narrower still, then wide again: the header follows the terminal.
+            assert "3 unread notices (!)" in line and icon.display
+        # Narrower, narrower still, then wide again: the header follows the terminal.
+        # From here nothing but a resize tells the header anything new.
+        app._coordinator_told = lambda truth: None
+        app._attention_read = lambda counts, unread: None
         await pilot.resize_terminal(60, 15)
-        short = "watch only · 3 expired"
+        short = "watch only · 3 expired · 1 held · 2 pending · 3 unread (!)"
         await until(pilot, lambda: short in header_line(app), what="the narrow header")
+        await pilot.resize_terminal(51, 15)
+        shortest = "watch only · 3 expired · 1 held · 2 pending · 3 (!)"
+        await until(pilot, lambda: shortest in header_line(app), what="the narrowest header")
         await pilot.resize_terminal(160, 48)
-        long = "no coordinator (watch only)"
+        long = "Coop — no coordinator (watch only)"
         await until(pilot, lambda: long in header_line(app), what="the wide header")
+        assert icon.display
 
     drive(staged.app(), script, size=size)
 
