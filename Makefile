@@ -33,12 +33,13 @@ system-programs:
 # chats, sshd and the clock, so more workers than cores still pay. Each test file
 # stays in one process (its fixtures and its order hold); WORKERS=0 runs it in this one.
 WORKERS ?= 3
+XDIST = -n $(WORKERS) --dist loadfile
 test: $(VENV)/.installed-test system-programs
-	$(PYTEST) -q -n $(WORKERS) --dist loadfile
+	$(PYTEST) -q $(XDIST)
 
 # Everything but the slow groups: for the edit-test loop.
 test-fast: $(VENV)/.installed-test
-	$(PYTEST) -q -m "not (tui or ssh or kill or real_claude)"
+	$(PYTEST) -q $(XDIST) -m "not (tui or ssh or kill or real_claude)"
 
 # Each benchmark prints `BENCH name=... ratio=...` lines; a missed bound fails the target.
 bench: $(VENV)/.installed-test system-programs

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from tuikit import Staged, drive, loaded, screen_text, select_row, until
+from tuikit import Staged, drive, loaded, open_with, screen_text, select_row, until
 
 from coop_engine.errors import ENROLLMENT_CLASH
 from coop_engine.loop.adoption import AdoptionPass
@@ -50,8 +50,7 @@ def test_adopted_and_refused_rows_stay_until_d_dismisses_one(staged: Staged) -> 
         assert adopted.mode == "managed" and refused.mode == "observed"
         ids.update(adopted=adopted.id, refused=refused.id)
 
-        await pilot.press("a")
-        await until(pilot, lambda: isinstance(app.screen, AdoptionScreen), WAIT, "the review")
+        await open_with(pilot, "a", AdoptionScreen, WAIT)
         table = app.screen.query_one(TakersTable)
         keys = str(adopted.id), str(refused.id)
         await until(pilot, lambda: all(key in table.rows_by_key for key in keys), WAIT, "both rows")

@@ -23,6 +23,7 @@ from tuikit import (
     StillPlatform,
     drive,
     loaded,
+    open_with,
     select_row,
     stage,
     until,
@@ -103,8 +104,7 @@ def assert_drawn_as_written(lines: list[Strip], title: str, *literal: str) -> No
 async def adopt_by_enter(pilot: Pilot[None], session_id: int) -> tuple[str, str]:
     """Open the adoption review, select the taker, press enter; the toast it raised."""
     app: Any = pilot.app
-    await pilot.press("a")
-    await until(pilot, lambda: isinstance(app.screen, AdoptionScreen), WAIT, "the review")
+    await open_with(pilot, "a", AdoptionScreen, WAIT)
     table = app.screen.query_one(TakersTable)
     key = str(session_id)
     await until(pilot, lambda: key in table.rows_by_key, WAIT, "the taker's row")

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from tuikit import Staged, _cursor, _receipt, drive, flat, loaded, screen_text, until
+from tuikit import Staged, _cursor, _receipt, drive, flat, loaded, open_with, screen_text, until
 
 from coop_engine.loop.claim import RUNNING, STOPPED, ledger_claim
 from coop_engine.models import Obligation, database
@@ -201,8 +201,7 @@ def test_notices_name_their_chat_mac_and_todo_and_enter_opens_the_envelope(
         app: Any = pilot.app
         await loaded(pilot)
         await until(pilot, lambda: "3 unread notices" in header(app), WAIT, "the badge")
-        await pilot.press("exclamation_mark")
-        await until(pilot, lambda: isinstance(app.screen, NotificationsScreen), WAIT, "notices")
+        await open_with(pilot, "exclamation_mark", NotificationsScreen, WAIT)
         table = app.screen.query_one(NoticesTable)
         await until(pilot, lambda: table.row_count > 0, WAIT, "the notices")
         rows = table.rows_by_key
@@ -212,8 +211,7 @@ def test_notices_name_their_chat_mac_and_todo_and_enter_opens_the_envelope(
         line = next(line for line in screen_text(app).splitlines() if locked in line)
         assert "locked" in line.split(locked)[0] and f"#{staged.todos['locked']}" in line
         table.move_cursor(row=table.get_row_index(key))
-        await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, DeliveryScreen), WAIT, "the envelope")
+        await open_with(pilot, "enter", DeliveryScreen, WAIT)
         assert app.screen.outbox_id == locked
         await pilot.press("escape")
         await pilot.press("escape")

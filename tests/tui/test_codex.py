@@ -12,7 +12,7 @@ import pytest
 from codexkit import WAIT, CodexMac
 from textual.pilot import Pilot
 from textual.widgets._footer import FooterKey
-from tuikit import Staged, drive, loaded, screen_text, select_row, settle, shows, until
+from tuikit import Staged, drive, loaded, open_with, screen_text, select_row, settle, shows, until
 
 from coop_engine import queries
 from coop_engine.loop import withdrawal
@@ -55,8 +55,7 @@ async def open_detail(pilot: Pilot[None], outbox_id: str) -> None:
     """The envelope's delivery detail, loaded, with its footer drawn."""
     app: Any = pilot.app
     await select_row(pilot, app.outbox_pane, outbox_id)
-    await pilot.press("enter")
-    await until(pilot, lambda: isinstance(app.screen, DeliveryScreen), what="the detail")
+    await open_with(pilot, "enter", DeliveryScreen)
     await until(pilot, lambda: app.screen.detail is not None, what="the detail loaded")
     await until(pilot, lambda: "r" in footer_keys(app), what="the detail's footer")
     await settle(pilot)
@@ -83,8 +82,7 @@ def test_an_invitation_no_one_holds_is_queued_in_codex_and_w_withdraws_it_for_go
         assert shows(app, "queued in Codex: waits until the thread is opened")
         assert shows(app, "queued (from codex queue): waits until the thread is opened")
         assert "w" in footer_keys(app)
-        await pilot.press("w")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmWithdraw), what="the dialog")
+        await open_with(pilot, "w", ConfirmWithdraw)
         assert shows(app, f"Withdraw {outbox_id[:8]}?")
         assert shows(app, "Last seen queued in Codex: waits until the thread is opened")
         await pilot.press("y")
@@ -153,8 +151,7 @@ def test_codex_refusing_a_withdrawal_it_already_took_is_said_and_changes_nothing
         # The ledger has not looked again: sent, not received, last seen in the queue.
         await open_detail(pilot, outbox_id)
         assert "w" in footer_keys(app)
-        await pilot.press("w")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmWithdraw), what="the dialog")
+        await open_with(pilot, "w", ConfirmWithdraw)
         await pilot.press("y")
         await until(pilot, lambda: TAKEN in toasts(app), timeout=WAIT, what="Codex's refusal")
         await until(pilot, lambda: shows(app, TAKEN), what="the refusal shown")
@@ -190,8 +187,7 @@ def test_a_refusal_holding_markup_is_shown_as_the_characters_it_holds(
         app: Any = pilot.app
         await loaded(pilot)
         await open_detail(pilot, outbox_id)
-        await pilot.press("w")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmWithdraw), what="the dialog")
+        await open_with(pilot, "w", ConfirmWithdraw)
         await pilot.press("y")
         await until(pilot, lambda: said in toasts(app), timeout=WAIT, what="the refusal")
         await until(pilot, lambda: shows(app, said), what="shown as written")
@@ -207,8 +203,7 @@ def test_w_cancels_an_envelope_never_sent(staged: Staged) -> None:
         await loaded(pilot)
         await open_detail(pilot, pending)
         assert "w" in footer_keys(app)
-        await pilot.press("w")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmWithdraw), what="the dialog")
+        await open_with(pilot, "w", ConfirmWithdraw)
         assert shows(app, "It was never sent: it is cancelled")
         await pilot.press("y")
         said = f"Withdrawn: {pending[:8]} cancelled, never sent"

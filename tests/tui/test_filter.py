@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
-from tuikit import Staged, drive, loaded, screen_text, until
+from tuikit import Staged, drive, loaded, open_with, screen_text, until
 
 from coop_engine import queries
 from coop_engine.models import Outbox, Session
@@ -72,8 +72,7 @@ def test_a_filter_matching_nothing_says_no_envelope_matches(staged: Staged) -> N
     async def script(pilot: Pilot[None]) -> None:
         app: Any = pilot.app
         await loaded(pilot)
-        await pilot.press("f")
-        await until(pilot, lambda: isinstance(app.screen, FilterDialog), what="dialog")
+        await open_with(pilot, "f", FilterDialog)
         app.screen.query_one(Input).value = ""
         await pilot.press(*"nothing-has-this", "enter")
         await until(pilot, lambda: app.outbox_pane.row_count == 0, what="an empty window")
@@ -95,8 +94,7 @@ def test_the_filter_applies_as_it_is_typed_and_escape_puts_the_old_one_back(
     async def script(pilot: Pilot[None]) -> None:
         app: Any = pilot.app
         await loaded(pilot)
-        await pilot.press("f")
-        await until(pilot, lambda: isinstance(app.screen, FilterDialog), what="dialog")
+        await open_with(pilot, "f", FilterDialog)
         app.screen.query_one(Input).value = ""
         await pilot.press(*"EXPIRED")  # no enter: the outbox follows the typing
         await until(pilot, lambda: set(app.outbox_pane.rows_by_key) == expired, what="live filter")

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 from textual.widgets import OptionList
-from tuikit import Staged, drive, flat, loaded, screen_text, settle, until
+from tuikit import Staged, drive, flat, loaded, open_with, screen_text, settle, until
 
 from coop_engine.models import Outbox, Todo
 from coop_tui.screens.dialogs import AddTodoDialog, ConfirmRefusing, InviteDialog
@@ -19,8 +19,7 @@ pytestmark = pytest.mark.tui
 async def open_invite(pilot: Pilot[None]) -> Any:
     app: Any = pilot.app
     await loaded(pilot)
-    await pilot.press("i")
-    await until(pilot, lambda: isinstance(app.screen, InviteDialog), what="the dialog")
+    await open_with(pilot, "i", InviteDialog)
     dialog = app.screen
     todos = dialog.query_one("#todos", OptionList)
     await until(pilot, lambda: todos.option_count > 0, what="the todos")
@@ -62,16 +61,13 @@ def test_a_refusing_chat_needs_a_second_confirmation_that_says_why(staged: Stage
         await until(pilot, lambda: app.focused is chats, what="the chats list")
         chats.highlighted = chats.get_option_index(f"office|{locked.ref}")
         before = Outbox.select().count()
-        await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmRefusing), what="the warning")
+        await open_with(pilot, "enter", ConfirmRefusing)
         shown = flat(screen_text(app))
         assert "This invitation will not arrive" in shown
         assert "crossSessionInbound" in shown and "refused-by-receiver-policy" in shown
-        await pilot.press("n")
-        await until(pilot, lambda: isinstance(app.screen, InviteDialog), what="back")
+        await open_with(pilot, "n", InviteDialog)
         assert Outbox.select().count() == before
-        await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmRefusing), what="the warning")
+        await open_with(pilot, "enter", ConfirmRefusing)
         await pilot.press("y")
         await until(
             pilot,
@@ -89,12 +85,10 @@ def test_plus_adds_a_todo_from_the_invite_dialog_and_picks_it(staged: Staged) ->
     async def script(pilot: Pilot[None]) -> None:
         app: Any = pilot.app
         dialog = await open_invite(pilot)
-        await pilot.press("plus")
-        await until(pilot, lambda: isinstance(app.screen, AddTodoDialog), what="the add dialog")
+        await open_with(pilot, "plus", AddTodoDialog)
         await pilot.press(*"Ship [bold]it[/bold]")
         await pilot.press("enter")  # on to the project
-        await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, InviteDialog), what="back")
+        await open_with(pilot, "enter", InviteDialog)
         added = Todo.get(Todo.title == "Ship [bold]it[/bold]")
         todos = dialog.query_one("#todos", OptionList)
         await until(

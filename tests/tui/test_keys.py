@@ -9,7 +9,7 @@ import pytest
 from textual.command import CommandPalette
 from textual.pilot import Pilot
 from textual.widgets import OptionList
-from tuikit import Staged, drive, flat, loaded, screen_text, select_row, settle, until
+from tuikit import Staged, drive, flat, loaded, open_with, screen_text, select_row, settle, until
 
 from coop_engine.models import Event, Outbox, Session
 from coop_tui.commands import ACTIONS
@@ -41,8 +41,7 @@ def test_send_again_confirms_with_the_proof_of_loss_and_a_second_press_is_refuse
         app: Any = pilot.app
         await loaded(pilot)
         await select_row(pilot, app.outbox_pane, lost)
-        await pilot.press("r")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmResend), what="the dialog")
+        await open_with(pilot, "r", ConfirmResend)
         await settle(pilot)
         shown = flat(screen_text(app))
         assert f"Send again {lost[:8]}?" in shown
@@ -76,8 +75,7 @@ def test_send_again_to_a_receiver_that_still_refuses_creates_nothing(staged: Sta
         app: Any = pilot.app
         await loaded(pilot)
         await select_row(pilot, app.outbox_pane, lost)
-        await pilot.press("r")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmResend), what="the dialog")
+        await open_with(pilot, "r", ConfirmResend)
         still = "the receiver still refuses peer messages"
         await until(pilot, lambda: still in flat(screen_text(app)), what="today's look")
         shown = flat(screen_text(app))
@@ -100,8 +98,7 @@ def test_cancel_in_the_confirmation_changes_nothing(staged: Staged) -> None:
         await loaded(pilot)
         await select_row(pilot, app.outbox_pane, lost)
         for key in ("n", "escape"):
-            await pilot.press("r")
-            await until(pilot, lambda: isinstance(app.screen, ConfirmResend), what="the dialog")
+            await open_with(pilot, "r", ConfirmResend)
             await pilot.press(key)
             await until(pilot, lambda: not isinstance(app.screen, ConfirmResend), what="closed")
             await settle(pilot)
@@ -119,12 +116,10 @@ def test_send_again_from_the_delivery_detail_shows_the_new_resend_chain(staged: 
         app: Any = pilot.app
         await loaded(pilot)
         await select_row(pilot, app.outbox_pane, lost)
-        await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, DeliveryScreen), what="detail")
+        await open_with(pilot, "enter", DeliveryScreen)
         await until(pilot, lambda: app.screen.detail is not None, what="detail loaded")
         assert "Resend chain" not in screen_text(app)
-        await pilot.press("r")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmResend), what="the dialog")
+        await open_with(pilot, "r", ConfirmResend)
         await settle(pilot)
         await pilot.press("y")
         await until(pilot, lambda: "Resend chain" in screen_text(app), what="the chain")
@@ -147,8 +142,7 @@ def test_adopting_a_cli_taker_from_the_review_enrolls_it(staged: Staged) -> None
     async def script(pilot: Pilot[None]) -> None:
         app: Any = pilot.app
         await loaded(pilot)
-        await pilot.press("a")
-        await until(pilot, lambda: isinstance(app.screen, AdoptionScreen), what="review")
+        await open_with(pilot, "a", AdoptionScreen)
         table = app.screen.query_one(TakersTable)
         key = str(Session.get(Session.native_id == taker.session_id).id)
         await until(pilot, lambda: key in table.rows_by_key, what="the taker's row")
@@ -183,8 +177,7 @@ def test_inspecting_a_local_chat_shows_its_entry_socket_and_marked_transcript(
         await loaded(pilot)
         await pilot.press("2")
         await select_row(pilot, app.sessions_pane, f"office/{importer.ref}")
-        await pilot.press("c")
-        await until(pilot, lambda: isinstance(app.screen, InspectorScreen), what="inspector")
+        await open_with(pilot, "c", InspectorScreen)
         await until(pilot, lambda: "Registry entry" in screen_text(app), what="read")
         shown = screen_text(app)
         assert f"pid {importer.pid}" in shown and "status" in shown  # labelled fields
@@ -222,8 +215,7 @@ def test_invite_picks_a_todo_then_a_chat_and_the_envelope_appears(staged: Staged
     async def script(pilot: Pilot[None]) -> None:
         app: Any = pilot.app
         await loaded(pilot)
-        await pilot.press("i")
-        await until(pilot, lambda: isinstance(app.screen, InviteDialog), what="dialog")
+        await open_with(pilot, "i", InviteDialog)
         dialog = app.screen
         todos = dialog.query_one("#todos", OptionList)
         await until(pilot, lambda: todos.option_count > 0, what="the todos")
@@ -255,15 +247,13 @@ def test_filter_by_a_word_then_escape_clears_it(staged: Staged) -> None:
         app: Any = pilot.app
         await loaded(pilot)
         everything = set(app.outbox_pane.rows_by_key)
-        await pilot.press("f")
-        await until(pilot, lambda: isinstance(app.screen, FilterDialog), what="dialog")
+        await open_with(pilot, "f", FilterDialog)
         await pilot.press(*"expired", "enter")
         await until(pilot, lambda: len(app.outbox_pane.rows_by_key) == 3, what="3 expired")
         rows = app.outbox_pane.rows_by_key.values()
         assert {r["state"] for r in rows} == {"expired"}
         assert "Outbox · 3 envelopes matching 'expired'" in screen_text(app)
-        await pilot.press("f")
-        await until(pilot, lambda: isinstance(app.screen, FilterDialog), what="dialog")
+        await open_with(pilot, "f", FilterDialog)
         await pilot.press("ctrl+u", *"#6", "enter")
         await until(
             pilot,
@@ -323,8 +313,7 @@ def test_help_lists_every_key_and_the_fact_marks(staged: Staged) -> None:
     async def script(pilot: Pilot[None]) -> None:
         app: Any = pilot.app
         await loaded(pilot)
-        await pilot.press("question_mark")
-        await until(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
+        await open_with(pilot, "question_mark", HelpScreen)
         await settle(pilot)
         shown = screen_text(app)
         for binding in app.BINDINGS:
@@ -343,8 +332,7 @@ def test_notifications_show_what_dad_was_told_newest_first(staged: Staged) -> No
     async def script(pilot: Pilot[None]) -> None:
         app: Any = pilot.app
         await loaded(pilot)
-        await pilot.press("exclamation_mark")
-        await until(pilot, lambda: isinstance(app.screen, NotificationsScreen), what="notices")
+        await open_with(pilot, "exclamation_mark", NotificationsScreen)
         table = app.screen.query_one(NoticesTable)
         await until(pilot, lambda: table.row_count == 3, what="three notices")
         texts = [row["text"] for row in table.rows_by_key.values()]
@@ -365,16 +353,13 @@ def test_the_command_palette_lists_every_action_and_runs_one(staged: Staged) -> 
     async def script(pilot: Pilot[None]) -> None:
         app: Any = pilot.app
         await loaded(pilot)
-        await pilot.press("ctrl+p")
-        await until(pilot, lambda: isinstance(app.screen, CommandPalette), what="palette")
+        await open_with(pilot, "ctrl+p", CommandPalette)
         await pilot.press(*"Notif")
         await until(pilot, lambda: "What Dad was told" in screen_text(app), what="the hit")
-        await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, NotificationsScreen), what="ran it")
+        await open_with(pilot, "enter", NotificationsScreen)
         await pilot.press("escape")
         # With no query the palette lists the app's actions (discovery), each by name.
-        await pilot.press("ctrl+p")
-        await until(pilot, lambda: isinstance(app.screen, CommandPalette), what="palette")
+        await open_with(pilot, "ctrl+p", CommandPalette)
         await pilot.pause(0.3)
         await settle(pilot)
         options = app.screen.query_one(OptionList)
@@ -415,8 +400,7 @@ def test_bindings_of_the_panes_do_nothing_over_another_screen(staged: Staged) ->
         app: Any = pilot.app
         await loaded(pilot)
         await select_row(pilot, app.outbox_pane, staged.outbox["locked"])
-        await pilot.press("a")
-        await until(pilot, lambda: isinstance(app.screen, AdoptionScreen), what="review")
+        await open_with(pilot, "a", AdoptionScreen)
         depth = len(app.screen_stack)
         await pilot.press("r", "1", "i", "a", "exclamation_mark")
         await settle(pilot)
@@ -445,8 +429,7 @@ def test_a_failed_worker_is_a_visible_notice_and_the_app_goes_on(
         await loaded(pilot)
         monkeypatch.setattr(queries, "delivery_detail", broken)
         await select_row(pilot, app.outbox_pane, staged.outbox["locked"])
-        await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, DeliveryScreen), what="the detail")
+        await open_with(pilot, "enter", DeliveryScreen)
         failed = "load failed: the ledger said no"
         await until(pilot, lambda: failed in toasts(app), what="the failure's notice")
         await pilot.press("escape")
@@ -479,8 +462,7 @@ def test_j_k_g_G_home_end_and_pages_move_in_every_table(staged: Staged) -> None:
         await loaded(pilot)
         for pane in (app.hosts_pane, app.sessions_pane, app.outbox_pane):
             await moves_like_vim(pilot, pane)
-        await pilot.press("exclamation_mark")
-        await until(pilot, lambda: isinstance(app.screen, NotificationsScreen), what="notices")
+        await open_with(pilot, "exclamation_mark", NotificationsScreen)
         notices = app.screen.query_one(NoticesTable)
         await until(pilot, lambda: notices.row_count == 3, what="three notices")
         await moves_like_vim(pilot, notices)
@@ -584,8 +566,7 @@ def test_the_inspector_reads_again_with_ctrl_r_and_r_keeps_its_one_meaning(
 
         app.office.inspect = counted
         await select_row(pilot, app.sessions_pane, f"office/{importer.ref}")
-        await pilot.press("c")
-        await until(pilot, lambda: isinstance(app.screen, InspectorScreen), what="inspector")
+        await open_with(pilot, "c", InspectorScreen)
         await until(pilot, lambda: len(reads) == 1, what="the first read")
         await settle(pilot)
         await pilot.press("r")  # Send again's key: nothing here, and no second read

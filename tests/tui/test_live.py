@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from tuikit import T0, Staged, drive, loaded, screen_text, select_row, stage, until
+from tuikit import T0, Staged, drive, loaded, open_with, screen_text, select_row, stage, until
 
 from coop_engine.models import Outbox, Session, database
 from coop_engine.queries import OUTBOX_WINDOW as WINDOW
@@ -147,8 +147,7 @@ def test_inspecting_a_laptop_chat_reads_it_through_the_helper(
         await until(pilot, lambda: key in app.sessions_pane.rows_by_key, what="the live chat")
         assert app.sessions_pane.rows_by_key[key]["pid"] == chat.pid
         await select_row(pilot, app.sessions_pane, key)
-        await pilot.press("c")
-        await until(pilot, lambda: isinstance(app.screen, InspectorScreen), what="inspector")
+        await open_with(pilot, "c", InspectorScreen)
         await until(pilot, lambda: "Registry entry" in screen_text(app), what="read")
         assert f"pid {chat.pid}" in screen_text(app)
         await pilot.press("J")

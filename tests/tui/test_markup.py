@@ -16,6 +16,7 @@ from tuikit import (
     fixed_nonces,
     human,
     loaded,
+    open_with,
     peer,
     said,
     screen_text,
@@ -84,14 +85,12 @@ def test_markup_written_by_a_chat_shows_literally_in_panes_inspector_and_detail(
         row = next(line for line in screen_text(app).splitlines() if "0badc0de" in line)
         assert f"{BOLD} {LINK}" in row
 
-        await pilot.press("i")
-        await until(pilot, lambda: isinstance(app.screen, InviteDialog), what="invite")
+        await open_with(pilot, "i", InviteDialog)
         await until(pilot, lambda: f"0badc0de  {BOLD} {LINK}" in screen_text(app), what="chat")
         await pilot.press("escape")
 
         await select_row(pilot, app.sessions_pane, key)
-        await pilot.press("c")
-        await until(pilot, lambda: isinstance(app.screen, InspectorScreen), what="inspector")
+        await open_with(pilot, "c", InspectorScreen)
         await until(pilot, lambda: "Registry entry" in screen_text(app), what="read")
         assert f"{BOLD} {LINK}" in screen_text(app)  # the labelled name, literal
         await pilot.press("J")
@@ -105,8 +104,7 @@ def test_markup_written_by_a_chat_shows_literally_in_panes_inspector_and_detail(
         await pilot.press("escape")
 
         await select_row(pilot, app.outbox_pane, outbox_id)
-        await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, DeliveryScreen), what="detail")
+        await open_with(pilot, "enter", DeliveryScreen)
         await until(pilot, lambda: app.screen.detail is not None, what="loaded")
         await until(pilot, lambda: "Text sent" in screen_text(app), what="shown")
         shown = screen_text(app)

@@ -15,7 +15,7 @@ import pytest
 from ssh.sshd_harness import SilentServer
 from textual.pilot import Pilot
 from textual.widgets._header import HeaderIcon
-from tuikit import Staged, drive, loaded, screen_text, select_row, settle, stage, until
+from tuikit import Staged, drive, loaded, open_with, screen_text, select_row, settle, stage, until
 
 from coop_tui.screens.dialogs import ConfirmResend, FilterDialog, InviteDialog
 from coop_tui.screens.help import HelpScreen
@@ -67,8 +67,7 @@ def test_keys_and_panes_stay_live_while_a_mac_hangs_until_its_timeout(workdir: P
         for key, pane in (("2", "sessions"), ("1", "hosts"), ("3", "outbox")):
             await pilot.press(key)
             await until(pilot, lambda pane=pane: app.focused.id == pane, what=pane)
-        await pilot.press("question_mark")
-        await until(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
+        await open_with(pilot, "question_mark", HelpScreen)
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, HelpScreen), what="closed")
         outbox_id = await asyncio.to_thread(invite)
@@ -168,8 +167,7 @@ def test_every_dialog_fits_the_terminal_and_scrolls_below_it(
         app: Any = pilot.app
         await loaded(pilot)
         await select_row(pilot, app.outbox_pane, staged.outbox["flaky"])
-        await pilot.press("r")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmResend), what="Send again")
+        await open_with(pilot, "r", ConfirmResend)
         loading = "Loading the proof"
         await until(pilot, lambda: loading not in screen_text(app), what="the proof")
         await settle(pilot)
@@ -194,8 +192,7 @@ def test_every_dialog_fits_the_terminal_and_scrolls_below_it(
             await settle(pilot)
             inside_the_screen(app)
             await pilot.press("escape")
-        await pilot.press("question_mark")
-        await until(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
+        await open_with(pilot, "question_mark", HelpScreen)
         help_region = app.screen.query_one("#help").region
         assert app.screen.region.contains_region(help_region)
 
@@ -252,8 +249,7 @@ def test_a_confirmation_shows_its_own_keys_in_its_footer(staged: Staged) -> None
         app: Any = pilot.app
         await loaded(pilot)
         await select_row(pilot, app.outbox_pane, staged.outbox["flaky"])
-        await pilot.press("r")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmResend), what="Send again")
+        await open_with(pilot, "r", ConfirmResend)
         await settle(pilot)
         footer = " ".join(screen_text(app).splitlines()[-1].split())
         assert "y Send again" in footer and "Cancel" in footer, footer
@@ -271,8 +267,7 @@ def test_the_adoption_review_drops_columns_before_the_answer_is_cut(
     async def script(pilot: Pilot[None]) -> None:
         app: Any = pilot.app
         await loaded(pilot)
-        await pilot.press("a")
-        await until(pilot, lambda: isinstance(app.screen, AdoptionScreen), what="the review")
+        await open_with(pilot, "a", AdoptionScreen)
         table = app.screen.query_one(TakersTable)
         await until(pilot, lambda: table.row_count == 2, what="the two takers")
         await settle(pilot)

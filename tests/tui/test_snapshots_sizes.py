@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 from textual.widgets import OptionList
-from tuikit import Staged, freeze_cursors, loaded, select_row, settle, until
+from tuikit import Staged, freeze_cursors, loaded, open_with, select_row, settle, until
 
 from coop_tui.screens.delivery import DeliveryScreen
 from coop_tui.screens.dialogs import (
@@ -52,8 +52,7 @@ def test_confirm_send_again(snap_compare: Any, staged: Staged, size: tuple[int, 
     async def steps(pilot: Pilot[None]) -> None:
         app: Any = pilot.app
         await select_row(pilot, app.outbox_pane, staged.outbox["flaky"])
-        await pilot.press("r")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmResend), what="the dialog")
+        await open_with(pilot, "r", ConfirmResend)
 
     shoot(snap_compare, staged, size, steps)
 
@@ -72,12 +71,10 @@ def test_confirm_withdraw(snap_compare: Any, staged: Staged, size: tuple[int, in
     async def steps(pilot: Pilot[None]) -> None:
         app: Any = pilot.app
         await select_row(pilot, app.outbox_pane, staged.outbox["builder_work"])
-        await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, DeliveryScreen), what="the detail")
+        await open_with(pilot, "enter", DeliveryScreen)
         await until(pilot, lambda: app.screen.detail is not None, what="the detail loaded")
         await settle(pilot)
-        await pilot.press("w")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmWithdraw), what="the dialog")
+        await open_with(pilot, "w", ConfirmWithdraw)
 
     shoot(snap_compare, staged, size, steps)
 
@@ -86,8 +83,7 @@ def test_confirm_withdraw(snap_compare: Any, staged: Staged, size: tuple[int, in
 def test_confirm_refusing(snap_compare: Any, staged: Staged, size: tuple[int, int]) -> None:
     async def steps(pilot: Pilot[None]) -> None:
         app: Any = pilot.app
-        await pilot.press("i")
-        await until(pilot, lambda: isinstance(app.screen, InviteDialog), what="the invite")
+        await open_with(pilot, "i", InviteDialog)
         todos = app.screen.query_one("#todos", OptionList)
         await until(pilot, lambda: todos.option_count > 0, what="the todos")
         await settle(pilot)
@@ -96,8 +92,7 @@ def test_confirm_refusing(snap_compare: Any, staged: Staged, size: tuple[int, in
         chats = app.screen.query_one("#chats", OptionList)
         await until(pilot, lambda: app.focused is chats, what="the chats list")
         chats.highlighted = chats.get_option_index(f"office|{staged.chats['locked'].ref}")
-        await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmRefusing), what="the warning")
+        await open_with(pilot, "enter", ConfirmRefusing)
 
     shoot(snap_compare, staged, size, steps)
 
@@ -140,8 +135,7 @@ def test_outbox_maximised_at_80x24(snap_compare: Any, staged: Staged) -> None:
 def test_a_filter_matching_nothing_at_80x24(snap_compare: Any, staged: Staged) -> None:
     async def steps(pilot: Pilot[None]) -> None:
         app: Any = pilot.app
-        await pilot.press("f")
-        await until(pilot, lambda: isinstance(app.screen, FilterDialog), what="dialog")
+        await open_with(pilot, "f", FilterDialog)
         await pilot.press("ctrl+u", *"nothing-has-this", "enter")
         await until(pilot, lambda: app.outbox_pane.row_count == 0, what="the empty window")
 

@@ -21,10 +21,11 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from clock import Clock
 from textual.pilot import Pilot
+from textual.screen import Screen
 
 from coop_engine import invitations
 from coop_engine.db import open_ledger
@@ -38,6 +39,7 @@ from hosts.mac.local import LocalHost
 from hosts.mac.platforms import LinuxPlatform, Platform
 from hosts.mac.transcripts import escape_cwd
 
+ScreenType = TypeVar("ScreenType", bound=Screen[Any])
 SIZE = (160, 48)
 TOAST_BAR = "▌"  # each line of a toast begins with it
 # 2026-05-04 09:00:00 UTC: every time the app shows derives from this.
@@ -590,6 +592,17 @@ async def until(
                 f"not within {timeout}s: {what or check}\n{screen_text(pilot.app)}"
             )
         await pilot.pause(0.02)
+
+
+async def open_with(
+    pilot: Pilot[None], key: str, screen: type[ScreenType], timeout: float = 5.0
+) -> ScreenType:
+    """Press `key` and wait until the app shows a `screen`; that screen."""
+    await pilot.press(key)
+    await until(pilot, lambda: isinstance(pilot.app.screen, screen), timeout, screen.__name__)
+    shown = pilot.app.screen
+    assert isinstance(shown, screen)
+    return shown
 
 
 def screen_text(app: Any) -> str:
