@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import peewee as pw
 
@@ -114,28 +114,27 @@ class CommandBase:
 
     @staticmethod
     def _todo(todo_id: int) -> Todo:
-        todo = Todo.get_or_none(Todo.id == todo_id)
-        if todo is None:
-            raise NotFound(f"No todo #{todo_id}")
-        return todo
+        return _found(Todo, todo_id, f"No todo #{todo_id}")
 
     @staticmethod
     def _outbox(outbox_id: str) -> Outbox:
-        row = Outbox.get_or_none(Outbox.id == outbox_id)
-        if row is None:
-            raise NotFound(f"No outbox envelope {outbox_id}")
-        return row
+        return _found(Outbox, outbox_id, f"No outbox envelope {outbox_id}")
 
     @staticmethod
     def _session(session_id: int) -> Session:
-        row = Session.get_or_none(Session.id == session_id)
-        if row is None:
-            raise NotFound(f"No session {session_id}")
-        return row
+        return _found(Session, session_id, f"No session {session_id}")
 
     @staticmethod
     def _dispatch(dispatch_id: int) -> Dispatch:
-        row = Dispatch.get_or_none(Dispatch.id == dispatch_id)
-        if row is None:
-            raise NotFound(f"No dispatch {dispatch_id}")
-        return row
+        return _found(Dispatch, dispatch_id, f"No dispatch {dispatch_id}")
+
+
+Row = TypeVar("Row", bound=pw.Model)
+
+
+def _found(model: type[Row], key: object, missing: str) -> Row:
+    """The row of `model` with this id, or NotFound saying `missing`."""
+    row = model.get_or_none(id=key)
+    if row is None:
+        raise NotFound(missing)
+    return row
