@@ -78,6 +78,8 @@ class CoopApp(LivePanes, Decisions, Coordination, Attention):
     CSS_PATH = "coop.tcss"
     TITLE = "Coop"
     SUB_TITLE = "the fleet's deliveries"
+    # The ledger file is watched; this poll only catches a change the watch missed.
+    LEDGER_POLL_SECONDS: ClassVar[float] = 2.0
     COMMANDS = App.COMMANDS | {CoopCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
@@ -223,7 +225,7 @@ class CoopApp(LivePanes, Decisions, Coordination, Attention):
         self.open_ledger()
         self.set_interval(self.survey_interval, self.survey_fleet)
         self.set_interval(5.0, self.refresh_ages)
-        self.set_interval(2.0, self.poll_ledger)
+        self.set_interval(self.LEDGER_POLL_SECONDS, self.poll_ledger)
         self.survey_fleet()
 
     @work(thread=True, group="ledger", exit_on_error=False)

@@ -351,6 +351,9 @@ class Chat:
     def _turn_done(self, started: float, absorbed: list[str], after_absorb: int) -> bool:
         # An absorbed message gets a couple more tool calls before the turn can end.
         elapsed = time.monotonic() - started
+        gate = self.opts.tool_gate
+        if gate is not None and not os.path.exists(gate):
+            return False
         return elapsed >= self.opts.busy_seconds and (not absorbed or after_absorb >= 2)
 
     def _absorb(self, tool_id: str, output: str, use_entry: str) -> list[str]:

@@ -56,6 +56,7 @@ class ChatOptions:
     held_notice: bool
     busy_seconds: float
     tool_interval: float
+    tool_gate: str | None
     think: float
     history: bool
     time_scale: float
@@ -117,6 +118,11 @@ def _parser() -> _Parser:
     p.add_argument("--no-held-notice", action="store_true")
     p.add_argument("--busy-seconds", type=float, default=4.0)
     p.add_argument("--tool-interval", type=float, default=0.3)
+    p.add_argument(
+        "--tool-gate",
+        metavar="PATH",
+        help="a tool-calling turn goes on past --busy-seconds until PATH exists",
+    )
     p.add_argument("--think", type=float, default=0.2)
     p.add_argument("--history", action="store_true")
     p.add_argument("--run", action="append", default=[])
@@ -204,6 +210,7 @@ def parse(argv: list[str]) -> tuple[ChatOptions, argparse.Namespace]:
         held_notice=not ns.no_held_notice,
         busy_seconds=_non_negative("busy-seconds", ns.busy_seconds),
         tool_interval=_non_negative("tool-interval", ns.tool_interval),
+        tool_gate=ns.tool_gate,
         think=_non_negative("think", ns.think),
         history=ns.history,
         time_scale=_time_scale(),

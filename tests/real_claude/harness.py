@@ -127,6 +127,16 @@ class Chat:
     def alive(self) -> bool:
         return _alive(self.pid)
 
+    def pane(self) -> str:
+        """What tmux says of the pane: whether its process is dead, and its status."""
+        done = subprocess.run(
+            self._tmux("display-message", "-p", "-t", "chat", "#{pane_dead} #{pane_dead_status}"),
+            capture_output=True,
+            text=True,
+        )
+        dead, _, status = done.stdout.strip().partition(" ")
+        return f"tmux: pane dead {dead or '?'}, exit status {status or '?'}"
+
     def wait_for(self, predicate: Callable[[], T], timeout: float, what: str) -> T:
         try:
             return wait_until(predicate, timeout, what)
@@ -141,7 +151,7 @@ class Chat:
                 self.netns = _netns(self.pid)
             if not self.alive():
                 raise RuntimeError(
-                    "the chat exited before it was ready\n"
+                    f"the chat (pid {self.pid}) exited before it was ready; {self.pane()}\n"
                     f"--- screen ---\n{self.screen()}\n--- model.err ---\n"
                     + _tail(self.root / "model.err")
                 )
@@ -254,6 +264,23 @@ def _pids_in_netns(netns: str) -> list[int]:
     return [int(p) for p in os.listdir("/proc") if p.isdigit() and _netns(int(p)) == netns]
 
 
+def _pids(tmux: list[str], env: dict[str, str]) -> tuple[int, int]:
+    """The tmux server's pid and the pane's, asked until tmux says both."""
+
+    def asked() -> tuple[int, int] | None:
+        shown = subprocess.run(
+            [*tmux, "display-message", "-p", "-t", "chat", "#{pid} #{pane_pid}"],
+            capture_output=True,
+            text=True,
+            env=env,
+        ).stdout.split()
+        return (int(shown[0]), int(shown[1])) if len(shown) == 2 else None
+
+    pids = wait_until(asked, READY_TIMEOUT, "tmux to name the pane's process")
+    assert pids is not None
+    return pids
+
+
 def start_chat(
     binary: Path,
     root: Path,
@@ -287,18 +314,14 @@ def start_chat(
     pane = ["unshare", "-n", "--", "/bin/sh", str(launcher)]
     new = ["new-session", "-d", "-s", "chat", "-x", "200", "-y", "50", *pane]
     subprocess.run([*tmux, *new], check=True, env=env)
-    shown = subprocess.run(
-        [*tmux, "display-message", "-p", "-t", "chat", "#{pid} #{pane_pid}"],
-        capture_output=True,
-        text=True,
-    ).stdout.split()
+    tmux_pid, pid = _pids(tmux, env)
     chat = Chat(
         root=root,
         config_dir=config_dir,
         project_dir=project_dir,
         tmux_socket=tmux_socket,
-        tmux_pid=int(shown[0]) if shown else 0,
-        pid=int(shown[1]) if len(shown) > 1 else 0,
+        tmux_pid=tmux_pid,
+        pid=pid,
         started=started,
     )
     if wait:

@@ -162,10 +162,11 @@ def launch_script(
         f"{q(tool_path('ip') or '/usr/sbin/ip')} link set lo up",
         f"{shlex.join(server)} 2>{q(str(root / 'model.err'))} &",
         f"echo $! > {q(str(root / 'model.pid'))}",
-        # At most 10 s for the server's port; then give up (the pane shows why).
+        # At most 60 s for the server's port (a loaded machine starts Python slowly);
+        # then give up (the pane shows why).
         "n=0",
         f"while [ ! -s {q(str(root / 'model.port'))} ]; do",
-        '  n=$((n + 1)); [ "$n" -lt 200 ] || { echo "model server did not start" >&2; exit 1; }',
+        '  n=$((n + 1)); [ "$n" -lt 1200 ] || { echo "model server did not start" >&2; exit 1; }',
         "  sleep 0.05",
         "done",
         f"export ANTHROPIC_BASE_URL=http://127.0.0.1:$(cat {q(str(root / 'model.port'))})",

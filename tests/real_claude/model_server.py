@@ -8,9 +8,10 @@ It binds 127.0.0.1 on a free port, writes the port to ``--port-file`` and serves
 killed. ``POST /v1/messages`` answers as a scripted worker (streamed server-sent events
 when the request asks for a stream, one JSON message otherwise):
 
-- ``COOP_WORK <n> [<seconds>]`` in the turn's input: run ``n`` Bash tool calls
-  ``sleep <seconds>`` (default 1) one after another before answering, so that a frame
-  can arrive mid-turn.
+- ``COOP_WORK <n> [<seconds>] [UNTIL <path>]`` in the turn's input: run ``n`` Bash tool
+  calls ``sleep <seconds>`` (default 1) one after another before answering, so that a
+  frame can arrive mid-turn; with ``UNTIL``, go on calling until ``path`` exists (a test
+  opens that gate once what had to happen mid-turn has happened).
 - ``COOP_SLOW <seconds>`` in the turn's input: stream the answer slowly over that many
   seconds, without tool calls (a chat busy without tool calls).
 - ``COOP_ACCEPT <token>`` in the turn's input (an invitation asks for it): the final
@@ -39,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 ACCEPT_ASK = re.compile(r"COOP_ACCEPT\s+([A-Za-z0-9_\-]+)")
-WORK_ASK = re.compile(r"COOP_WORK\s+(\d+)(?:\s+(\d+(?:\.\d+)?))?")
+WORK_ASK = re.compile(r"COOP_WORK\s+(\d+)(?:\s+(\d+(?:\.\d+)?))?(?:\s+UNTIL\s+(\S+))?")
 SLOW_ASK = re.compile(r"COOP_SLOW\s+(\d+(?:\.\d+)?)")
 MODEL = "claude-sonnet-4-5"
 
@@ -98,13 +99,17 @@ def is_main_loop(body: dict[str, Any]) -> bool:
     return any(isinstance(t, dict) and t.get("name") == "Bash" for t in tools)
 
 
+def _gate_closed(gate: str | None) -> bool:
+    return gate is not None and not Path(gate).exists()
+
+
 def plan(body: dict[str, Any], script: dict[str, Any]) -> dict[str, Any]:
     """What to answer: {"tool": command} or {"text": ..., "slow": seconds}."""
     text, tool_calls = turn_input(body)
     if not is_main_loop(body):
         return {"text": "Coop test chat", "slow": 0.0}
     work = WORK_ASK.search(text)
-    if work and tool_calls < int(work.group(1)):
+    if work and (tool_calls < int(work.group(1)) or _gate_closed(work.group(3))):
         seconds = work.group(2) or "1"
         return {"tool": f"sleep {seconds}"}
     slow = SLOW_ASK.search(text)

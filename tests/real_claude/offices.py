@@ -33,8 +33,9 @@ PROJECTS = 6
 START_SECONDS = 15.0
 # Variables that would point Coop at someone's real state or fleet.
 OUTSIDE_STATE = ("COOP_HOME", "COOP_DATABASE_URL", "PIPPA_COOP_SESSION", "PIPPA_COOP_HOST")
-# A tool-calling turn: three Bash calls of 1.5 s, the real model server's COOP_WORK; the
-# simulator gets the same rhythm from its options.
+# A tool-calling turn: three Bash calls of 1.5 s at least, the real model server's
+# COOP_WORK, then more until the test opens the chat's tool gate; the simulator gets the
+# same rhythm from its options.
 TOOL_CALLS, TOOL_SECONDS = 3, 1.5
 SIM_TIMING = ("--think", "0.1", "--tool-interval", str(TOOL_SECONDS), "--busy-seconds", "3")
 T = TypeVar("T")
@@ -89,6 +90,7 @@ class Receiver:
     pid: int
     session_id: str
     socket_path: str
+    tool_gate: Path  # a tool-calling turn goes on until this file exists
 
     @property
     def ref(self) -> str:
@@ -102,6 +104,9 @@ class Receiver:
 
     def alive(self) -> bool:
         return harness._alive(self.pid)
+
+    def state(self) -> str:
+        return "alive" if self.alive() else "gone"
 
     def lines(self) -> list[tuple[int, Entry]]:
         return read_lines(self.transcript_path())
@@ -117,8 +122,13 @@ class Receiver:
         return frame
 
     def start_tool_turn(self) -> None:
-        """The human types a prompt that sets off a turn of tool calls."""
+        """The human types a prompt that sets off a turn of tool calls, which goes on
+        until `end_tool_turn` (so that what must happen mid-turn does, however slow the
+        machine)."""
         raise NotImplementedError
+
+    def end_tool_turn(self) -> None:
+        self.tool_gate.touch()
 
     def approve_held(self) -> None:
         """The human chooses Deliver in the held-message dialog."""
@@ -149,8 +159,9 @@ class Receiver:
 
 
 class RealReceiver(Receiver):
-    def __init__(self, chat: harness.Chat) -> None:
+    def __init__(self, chat: harness.Chat, tool_gate: Path) -> None:
         self.chat = chat
+        self.tool_gate = tool_gate
 
     @property
     def pid(self) -> int:  # type: ignore[override]
@@ -167,11 +178,14 @@ class RealReceiver(Receiver):
     def transcript_path(self) -> Path:
         return self.chat.transcript_path()
 
+    def state(self) -> str:
+        return f"{super().state()}; {self.chat.pane()}"
+
     def registry(self) -> Entry | None:
         return self.chat.registry()
 
     def start_tool_turn(self) -> None:
-        self.chat.type(f"COOP_WORK {TOOL_CALLS} {TOOL_SECONDS}")
+        self.chat.type(f"COOP_WORK {TOOL_CALLS} {TOOL_SECONDS} UNTIL {self.tool_gate}")
 
     def approve_held(self) -> None:
         """Down to "Deliver", then Enter; a key pressed before the dialog listens is
@@ -197,8 +211,11 @@ class RealReceiver(Receiver):
 
 
 class SimReceiver(Receiver):
-    def __init__(self, process: subprocess.Popen[bytes], ready: dict[str, Any]) -> None:
+    def __init__(
+        self, process: subprocess.Popen[bytes], ready: dict[str, Any], tool_gate: Path
+    ) -> None:
         self.process = process
+        self.tool_gate = tool_gate
         self.pid = int(ready["pid"])
         self.session_id = str(ready["session_id"])
         self.socket_path = str(ready["socket"])
@@ -257,6 +274,10 @@ class Office:
         self.receivers: list[Receiver] = []
         self.user_settings: dict[str, Any] = {}
 
+    def next_tool_gate(self) -> Path:
+        """The tool gate of the next chat started."""
+        return self.root / f"tool-gate{len(self.receivers)}"
+
     def set_user_settings(self, settings: dict[str, Any]) -> None:
         self.user_settings = dict(settings)
         write_user_settings(self.config_dir, settings)
@@ -295,8 +316,12 @@ class Office:
 
     def coop_ok(self, *args: str) -> str:
         done = self.coop(*args)
-        assert done.returncode == 0, f"coop {' '.join(args)}: {done.stderr}"
+        assert done.returncode == 0, f"coop {' '.join(args)}: {done.stderr}{self.chats_now()}"
         return done.stdout
+
+    def chats_now(self) -> str:
+        """Each chat's pid and whether it still lives, for a failure message."""
+        return "".join(f"\n  chat pid {r.pid}: {r.state()}" for r in self.receivers)
 
     def coop_json(self, *args: str) -> Any:
         return json.loads(self.coop_ok(*args, "--json"))
@@ -370,7 +395,7 @@ class RealOffice(Office):
             chat = harness.start_chat(
                 self.binary, root, config, False, self.config_dir, self._project()
             )
-            receiver = RealReceiver(chat)
+            receiver = RealReceiver(chat, self.next_tool_gate())
             self.receivers.append(receiver)
             started.append(receiver)
         for receiver in started:
@@ -393,7 +418,9 @@ class SimOffice(Office):
         settings_flag: dict[str, Any] | None = None,
         think: float | None = None,
     ) -> Receiver:
+        gate = self.next_tool_gate()
         args = ["--config-dir", str(self.config_dir), "--cwd", str(self._project()), *SIM_TIMING]
+        args += ["--tool-gate", str(gate)]
         if think is not None:
             args += ["--think", str(think)]
         if bypass:
@@ -419,6 +446,6 @@ class SimOffice(Office):
             process.kill()
             process.wait(5)
             raise AssertionError(f"the simulated chat exited with {process.returncode}")
-        receiver = SimReceiver(process, json.loads(line))
+        receiver = SimReceiver(process, json.loads(line), gate)
         self.receivers.append(receiver)
         return receiver

@@ -137,6 +137,7 @@ def busy_tool_turn(office: Office) -> Run:
     received = office.tick_until(
         lambda rows: rows[0]["state"] == "delivered", "the absorbed invitation's receipt"
     )
+    chat.end_tool_turn()  # absorbed mid-turn: the turn may end now
     office.tick_until(_accepted_and_worked, "the acceptance and the work's receipt")
     wait_turns(chat, 2)
     after = wait_status(chat, "idle")
@@ -249,6 +250,7 @@ def chats_listing(office: Office) -> Run:
     wait_entry(busy, is_tool_use, "the first tool call")
     rows = office.coop_json("chats")
     busy_entry = busy.registry()
+    busy.end_tool_turn()
     roles = {"idle": idle, "busy": busy, "holding": holding, "flagged": flagged}
     by_session = {row["session_id"]: row for row in rows}
     listed = {

@@ -88,6 +88,19 @@ def test_work_then_accept_an_invitation_absorbed_in_system_content(server: Model
     assert answer(post(server, body))["text"].endswith("COOP_ACCEPT n0nce")
 
 
+def test_work_until_a_gate_goes_on_calling_until_it_opens(
+    server: ModelServer, tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    typed = {"role": "user", "content": f"COOP_WORK 1 0.5 UNTIL {gate}"}
+    call = {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash"}]}
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1"}]}
+    body = {"tools": BASH, "messages": [typed, call, result, call, result]}
+    assert answer(post(server, body)) == {"tool": "sleep 0.5"}  # past n: the gate is shut
+    gate.touch()
+    assert answer(post(server, body)) == {"text": "Done.", "stop": "end_turn"}
+
+
 def test_decline_when_the_script_says_so(server: ModelServer) -> None:
     assert server.script_path is not None
     server.script_path.write_text(json.dumps({"invitation": "decline"}))

@@ -171,6 +171,20 @@ def test_sigusr2_starts_a_tool_turn_that_absorbs_a_frame(start_chat) -> None:
     assert "COOP_ACCEPT" not in final
 
 
+def test_a_tool_turn_goes_on_past_its_busy_seconds_until_its_gate_opens(
+    start_chat, sim_home
+) -> None:
+    gate = sim_home.root / "tool-gate"
+    chat = start_chat("--busy-seconds", "0", "--tool-interval", "0.05", "--tool-gate", str(gate))
+    chat.kill(signal.SIGUSR2)
+    # Many more calls than zero busy seconds allow, and the turn still has no end.
+    lines = chat.wait_transcript(lambda lines: len(chat.of_type(lines, "assistant")) >= 10)
+    assert not chat.finals(lines)
+    gate.touch()
+    [final] = chat.finals(chat.wait_turn_end())
+    assert final
+
+
 def test_answer_decline_declines_and_never_accepts(start_chat) -> None:
     chat = start_chat("--answer", "decline")
     chat.send(chat.frame(INVITE))

@@ -20,6 +20,7 @@ from tuikit import T0, Staged, drive, loaded, open_with, screen_text, select_row
 
 from coop_engine.models import Outbox, Session, database
 from coop_engine.queries import OUTBOX_WINDOW as WINDOW
+from coop_tui.app import CoopApp
 from coop_tui.screens.inspector import InspectorScreen
 from hosts.pipe import PipeHost
 from hosts.sim.launch import SimChat, SimFleet
@@ -27,6 +28,19 @@ from hosts.sim.launch import SimChat, SimFleet
 pytestmark = pytest.mark.tui
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+# A generous bound on a hang only: with the poll out of the way, what brings the change
+# is the watch on the ledger file, however long the machine takes.
+WAIT = 30.0
+
+
+def watched_only(staged: Staged) -> CoopApp:
+    """The staged app with its fallback poll of the ledger put off for an hour: a change
+    it shows came through the watch on the ledger file."""
+    app = staged.app()
+    app.LEDGER_POLL_SECONDS = 3600.0
+    return app
 
 
 def coop(home: Path, *args: str) -> str:
@@ -61,7 +75,7 @@ def invite_elsewhere(home: Path, todo: str, ref: str) -> str:
     return done.stdout.strip()
 
 
-def test_the_outbox_shows_an_invitation_made_by_another_process_within_a_second(
+def test_the_outbox_shows_an_invitation_made_by_another_process_when_the_file_changes(
     staged: Staged,
 ) -> None:
     importer = staged.chats["importer"]
@@ -75,17 +89,16 @@ def test_the_outbox_shows_an_invitation_made_by_another_process_within_a_second(
         # Another process writes the invitation (the staged chats' processes are played
         # by the test's platform, so `coop invite` would find none of them live).
         outbox_id = await asyncio.to_thread(invite_elsewhere, staged.home, todo, importer.ref)
-        took = await until(
-            pilot, lambda: outbox_id in app.outbox_pane.rows_by_key, what="the new invitation"
+        await until(
+            pilot, lambda: outbox_id in app.outbox_pane.rows_by_key, WAIT, "the new invitation"
         )
-        assert took < 1.0, f"the pane followed after {took:.2f}s"
         assert app.outbox_pane.rows_by_key[outbox_id]["todo"] == int(todo)
         assert "Outbox · 12 envelopes" in screen_text(app)
 
-    drive(staged.app(), script)
+    drive(watched_only(staged), script)
 
 
-def test_a_row_changed_by_another_thread_is_patched_in_place_within_a_second(
+def test_a_row_changed_by_another_thread_is_patched_in_place_when_the_file_changes(
     staged: Staged,
 ) -> None:
     held = staged.outbox["reviewer_again"]
@@ -101,16 +114,16 @@ def test_a_row_changed_by_another_thread_is_patched_in_place_within_a_second(
         await loaded(pilot)
         assert app.outbox_pane.rows_by_key[held]["state"] == "uncertain"
         await asyncio.to_thread(expire)
-        took = await until(
+        await until(
             pilot,
             lambda: app.outbox_pane.rows_by_key[held]["state"] == "expired",
-            what="the row expired",
+            WAIT,
+            "the row expired",
         )
-        assert took < 1.0, f"the pane followed after {took:.2f}s"
         line = next(line for line in screen_text(app).splitlines() if held[:8] in line)
         assert "expired" in line and "held-for-approval-then-expired" in line
 
-    drive(staged.app(), script)
+    drive(watched_only(staged), script)
 
 
 @pytest.fixture

@@ -107,4 +107,15 @@ MUTANTS = (
         '            "n",\n            "notifications",\n',
         ("tests/tui/test_key_meanings.py::test_every_key_means_one_thing_on_every_screen",),
     ),
+    Mutant(
+        "ledger-watch-ignores-writes",
+        "live panes: a write to the ledger file, by any process, reaches the panes at once",
+        "coop_tui/app.py",
+        "        if event.event_type not in WRITES:\n            return\n",
+        "        return\n",
+        (
+            "tests/tui/test_live.py::"
+            "test_the_outbox_shows_an_invitation_made_by_another_process_when_the_file_changes",
+        ),
+    ),
 )
