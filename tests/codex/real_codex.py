@@ -16,13 +16,12 @@ import json
 import os
 import platform
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
+import namespaces
 from npmcache import REPOSITORY, Unavailable, fetch
 
 VERSION = "0.171.0"
@@ -72,6 +71,8 @@ def run_driver(
     argv += ["--netns-file", str(netns_file), *extra]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "OPENAI_"))}
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    # Held until what is left in it is killed (a reused namespace is another test's).
+    held = namespaces.Held(process.pid, lambda: process.poll() is not None)
     try:
         _, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -79,37 +80,11 @@ def run_driver(
         _, stderr = process.communicate()
         raise RuntimeError(f"the driver timed out\n{stderr.decode(errors='replace')}") from None
     finally:
-        _kill_namespace(netns_file)
+        held.sweep()
+        held.release()
     if process.returncode != 0 or not result.is_file():
         raise RuntimeError(
             f"the driver exited {process.returncode}\n{stderr.decode(errors='replace')[-4000:]}"
         )
     value: dict[str, Any] = json.loads(result.read_text())
     return value
-
-
-def _kill_namespace(netns_file: Path) -> None:
-    """SIGKILL every process still in the driver's namespace (all of them ours)."""
-    try:
-        netns = netns_file.read_text().strip()
-    except OSError:
-        return
-    if not netns or netns == _netns(os.getpid()):
-        return
-    for _ in range(3):
-        left = [int(p) for p in os.listdir("/proc") if p.isdigit() and _netns(int(p)) == netns]
-        if not left:
-            return
-        for pid in left:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.1)
-
-
-def _netns(pid: int) -> str:
-    try:
-        return os.readlink(f"/proc/{pid}/ns/net")
-    except OSError:
-        return ""

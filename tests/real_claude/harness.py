@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from namespaces import Held, netns
+
 from .frames import coop_frame, write_frame
 from .launch import ChatConfig, chat_args, check_prerequisites, launch_script, prepare_config
 
@@ -74,7 +76,10 @@ class Chat:
     tmux_socket: Path
     tmux_pid: int
     pid: int = 0
-    netns: str = ""
+    # The chat's own network namespace, held from its start until `stop()` is done
+    # (namespaces.py): a process in it is this chat's, whatever its pid was before.
+    namespace: Held | None = None
+    tmux_birth: str | None = None
     session_id: str = ""
     socket_path: str = ""
     started: float = 0.0  # time.monotonic() at launch
@@ -125,7 +130,12 @@ class Chat:
         return done.stdout
 
     def alive(self) -> bool:
-        return _alive(self.pid)
+        return _alive(self.pid) and self._ours(self.pid)
+
+    def _ours(self, pid: int) -> bool:
+        """In the chat's namespace (a pid reused since belongs to another's)."""
+        held = self.namespace.name if self.namespace else ""
+        return bool(pid) and (not held or netns(pid) == held)
 
     def pane(self) -> str:
         """What tmux says of the pane: whether its process is dead, and its status."""
@@ -147,8 +157,6 @@ class Chat:
         """Wait until the registry names an inbox socket that exists, and a status."""
 
         def ready() -> bool:
-            if not self.netns and _netns(self.pid) != _netns(os.getpid()):
-                self.netns = _netns(self.pid)
             if not self.alive():
                 raise RuntimeError(
                     f"the chat (pid {self.pid}) exited before it was ready; {self.pane()}\n"
@@ -189,24 +197,23 @@ class Chat:
         return frame
 
     def send_signal(self, sig: int) -> None:
-        if self.pid and _alive(self.pid):
+        if self.alive():
             os.kill(self.pid, sig)
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 5.0) -> None:
         """End everything this chat started, by pid, then its tmux server."""
-        if not self.netns and _netns(self.pid) != _netns(os.getpid()):
-            self.netns = _netns(self.pid)
-        if self.pid and _alive(self.pid):
+        if self.alive():
             os.kill(self.pid, sig)
             try:
-                wait_until(lambda: not _alive(self.pid), timeout, "the chat to exit")
+                wait_until(lambda: not self.alive(), timeout, "the chat to exit")
             except TimeoutError:
-                os.kill(self.pid, signal.SIGKILL)
-        for pid in _pids_in_netns(self.netns):
-            _kill(pid)
-        _kill(_read_pid(self.root / "model.pid"))
+                self.send_signal(signal.SIGKILL)
+        if self.namespace is not None:
+            self.namespace.sweep()  # the model server and whatever the chat started
+            self.namespace.release()
         subprocess.run(self._tmux("kill-server"), capture_output=True)
-        _kill(self.tmux_pid)
+        if self.tmux_birth is not None and _birth(self.tmux_pid) == self.tmux_birth:
+            _kill(self.tmux_pid)
         shutil.rmtree(self.tmux_socket.parent, ignore_errors=True)
         # A killed chat leaves its inbox socket behind for good; it was ours to remove.
         for path in {self.socket_path, f"/tmp/cc-socks/{self.pid}.sock"} - {""}:
@@ -243,25 +250,13 @@ def _tail(path: Path, size: int = 2000) -> str:
         return ""
 
 
-def _read_pid(path: Path) -> int:
+def _birth(pid: int) -> str | None:
+    """When the process started (field 22 of its stat): a pid reused has another."""
     try:
-        return int(path.read_text().strip())
-    except (OSError, ValueError):
-        return 0
-
-
-def _netns(pid: int) -> str:
-    try:
-        return os.readlink(f"/proc/{pid}/ns/net")
-    except OSError:
-        return ""
-
-
-def _pids_in_netns(netns: str) -> list[int]:
-    """Every process in the chat's private network namespace (all of them ours)."""
-    if not netns or netns == _netns(os.getpid()):
-        return []
-    return [int(p) for p in os.listdir("/proc") if p.isdigit() and _netns(int(p)) == netns]
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
 
 
 def _pids(tmux: list[str], env: dict[str, str]) -> tuple[int, int]:
@@ -322,6 +317,8 @@ def start_chat(
         tmux_socket=tmux_socket,
         tmux_pid=tmux_pid,
         pid=pid,
+        namespace=Held(pid, lambda: not _alive(pid)),
+        tmux_birth=_birth(tmux_pid),
         started=started,
     )
     if wait:

@@ -178,6 +178,9 @@ class RealReceiver(Receiver):
     def transcript_path(self) -> Path:
         return self.chat.transcript_path()
 
+    def alive(self) -> bool:
+        return self.chat.alive()
+
     def state(self) -> str:
         return f"{super().state()}; {self.chat.pane()}"
 
