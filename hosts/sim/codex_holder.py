@@ -10,6 +10,8 @@ answer to an invitation ("end your reply with: COOP_ACCEPT <nonce>") ends with
 ``COOP_ACCEPT <nonce>``; to anything else it is "Noted.". ``--answer hang`` starts the
 first turn and never ends it (a holder to kill mid-turn); so does a message holding
 ``COOP-STALL``, as tests/codex/model_server.py never answers one for the real Codex.
+While ``--pause-file`` exists it takes nothing (what is queued stays queued), without
+stopping the process, so it never sits on a lock of the queue's database.
 
 SIGTERM or SIGINT: it stops (a hung turn is written off as ``turn_aborted``, as the real
 holder does when its client closes it), removes the lock file and exits 0. SIGKILL
@@ -96,11 +98,20 @@ def run_turn(
 
 
 def hold(
-    home: Path, thread_id: str, rollout_path: Path, poll: float, hang: bool, stop: Stopper
+    home: Path,
+    thread_id: str,
+    rollout_path: Path,
+    poll: float,
+    hang: bool,
+    stop: Stopper,
+    pause: Path | None = None,
 ) -> None:
-    """Take queued items until a signal."""
+    """Take queued items until a signal (none while the pause file exists)."""
     with closing(codex_queue.connect(home)) as conn:
         while not stop.stopped:
+            if pause is not None and pause.exists():
+                stop.wait(poll)
+                continue
             # A read first: an empty poll takes no write lock on the queue.
             waiting = codex_queue.has_items(conn, thread_id)
             item = codex_queue.take_next(conn, thread_id) if waiting else None
@@ -144,7 +155,8 @@ def main(argv: list[str]) -> int:
     try:
         if args.ready_file:
             _write_ready(args.ready_file, thread_id, lock, rollout_path)
-        hold(home, thread_id, rollout_path, args.poll, args.answer == "hang", stop)
+        hang = args.answer == "hang"
+        hold(home, thread_id, rollout_path, args.poll, hang, stop, args.pause_file)
     except (OSError, sqlite3.Error) as exc:
         print(f"hosts.sim codex-holder: {exc}", file=sys.stderr)
         return 1
@@ -180,4 +192,5 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--poll", type=float, default=10.0, help="seconds between queue checks")
     parser.add_argument("--answer", choices=("auto", "hang"), default="auto")
     parser.add_argument("--ready-file", type=Path, help="written once the lock is held")
+    parser.add_argument("--pause-file", type=Path, help="while it exists, take nothing")
     return parser

@@ -17,8 +17,6 @@ from __future__ import annotations
 import contextvars
 import functools
 import json
-import os
-import signal
 import sqlite3
 import tempfile
 import time
@@ -184,22 +182,22 @@ class Fleet:
         self.codex_home = root / "codex"
         self.thread: str | None = None
         self.holder: SimHolder | None = None
+        self.holder_pause = root / "holder-pause"
 
     def codex_thread(self) -> str:
         if self.thread is None:
             self.thread = str(codex_thread(self.codex_home)["thread_id"])
-            self.holder = codex_holder(self.codex_home, self.thread, "--poll", "0.05")
+            pause = ["--pause-file", str(self.holder_pause)]
+            self.holder = codex_holder(self.codex_home, self.thread, "--poll", "0.05", *pause)
         return self.thread
 
     def pause_holder(self) -> None:
-        """The holder stops taking its queue (SIGSTOP): what is sent waits there."""
-        assert self.holder is not None
-        os.kill(self.holder.pid, signal.SIGSTOP)
+        """The holder stops taking its queue (its pause file): what is sent waits there.
+        (Not SIGSTOP: a holder stopped mid-read would sit on the queue database's lock.)"""
+        self.holder_pause.touch()
 
     def resume_holder(self) -> None:
-        """SIGCONT, harmless to a holder that was never stopped."""
-        if self.holder is not None:
-            os.kill(self.holder.pid, signal.SIGCONT)
+        self.holder_pause.unlink(missing_ok=True)
 
     def rollout(self) -> Path:
         assert self.thread is not None
