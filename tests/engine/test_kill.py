@@ -40,6 +40,10 @@ REPO = CHILD.parents[2]
 MIN_KILLS = 60
 MAX_KILLS = 300
 AT_THE_WRITE = 3  # every third kill waits for a frame to reach the chat, then kills
+# ... while that child pauses after each write before recording it (kill_child.py): the
+# kill lands between the write and its record however loaded the machine. (A bound
+# only: the kill comes as soon as the chat has the frame.)
+PAUSE_AFTER_WRITE = 30.0
 # Only bound a hang (a child that never gets ready, a chat that never reads).
 READY_SECONDS = 60.0
 HANG_SECONDS = 60.0
@@ -54,10 +58,12 @@ class Receiver:
     managed: Path  # where the office's managed settings would be (none)
 
 
-def start(home: Path, receiver: Receiver, epoch: float) -> subprocess.Popen[str]:
+def start(
+    home: Path, receiver: Receiver, epoch: float, pause: float = 0.0
+) -> subprocess.Popen[str]:
     args = [str(home), str(receiver.chat.config_dir), receiver.chat.ref, str(receiver.managed)]
     return subprocess.Popen(
-        [sys.executable, str(CHILD), "cycles", *args, repr(epoch)],
+        [sys.executable, str(CHILD), "cycles", *args, repr(epoch), repr(pause)],
         stdout=subprocess.PIPE,
         text=True,
         cwd=REPO,
@@ -167,11 +173,12 @@ def test_sigkill_never_leaves_a_sent_envelope_looking_unsent(
     newest = 0
     kills = 0
     while kills < MAX_KILLS:
-        child = start(home, receiver, epoch)
+        at_the_write = kills % AT_THE_WRITE == 0 and kills % 5 != 4
+        child = start(home, receiver, epoch, PAUSE_AFTER_WRITE if at_the_write else 0.0)
         if kills % 5 == 4:
             time.sleep(rng.uniform(0.005, 0.060))  # may land in start-up or schema creation
             child.send_signal(signal.SIGKILL)
-        elif kills % AT_THE_WRITE == 0:
+        elif at_the_write:
             wait_ready(child)
             kill_at_the_write(child, chat)
         else:

@@ -56,7 +56,7 @@ MUTANTS = (
         "        except Conflict:\n"
         "            return  # another coordinator took this envelope first\n"
         "        line = early and line\n",
-        (f"{FAULT}[ledger.mark_uncertain-full]",),
+        (f"{FAULT}[ledger.mark_uncertain-full]", "tests/engine/test_kill.py"),
     ),
     Mutant(
         "intent-without-host-queue-row",
