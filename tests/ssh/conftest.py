@@ -116,6 +116,8 @@ def start_mac(client: ClientKeys) -> Iterator[Callable[..., Mac]]:
         macs.append((mac, root))
         if trusted:
             client.trust(mac.sshd)
+        else:
+            client.forget(mac.sshd.port)
         return mac
 
     yield start

@@ -47,10 +47,17 @@ class ClientKeys:
     def trust_key(self, port: int, public: str) -> None:
         """Trust `public` at 127.0.0.1:`port`, in place of any key an earlier server on
         the same port left (the file lasts the session; ports are used again)."""
+        self.forget(port)
+        with self.known_hosts.open("a") as known:
+            known.write(f"[127.0.0.1]:{port} {public}\n")
+
+    def forget(self, port: int) -> None:
+        """No key for 127.0.0.1:`port`: a server that is not trusted is unknown, even on
+        a port an earlier, trusted one used."""
         where = f"[127.0.0.1]:{port} "
         kept = [line for line in self.known_hosts.read_text().splitlines(True)
                 if not line.startswith(where)]  # fmt: skip
-        self.known_hosts.write_text("".join(kept) + f"{where}{public}\n")
+        self.known_hosts.write_text("".join(kept))
 
 
 class Sshd:

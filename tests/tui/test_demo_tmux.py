@@ -59,7 +59,8 @@ class Terminal:
     def running(self) -> bool:
         return self.tmux("has-session", "-t", "demo", check=False).returncode == 0
 
-    def wait_for(self, check: Callable[[str], bool], what: str, timeout: float = 15) -> str:
+    # A bound on a hang only: two suites side by side on two cores take their time.
+    def wait_for(self, check: Callable[[str], bool], what: str, timeout: float = 60) -> str:
         deadline = time.monotonic() + timeout
         while True:
             screen = self.screen()
@@ -69,7 +70,7 @@ class Terminal:
                 raise AssertionError(f"not within {timeout}s: {what}\n{screen}")
             time.sleep(0.1)
 
-    def wait_text(self, text: str, timeout: float = 15) -> str:
+    def wait_text(self, text: str, timeout: float = 60) -> str:
         return self.wait_for(lambda screen: text in " ".join(screen.split()), text, timeout)
 
     def stop(self) -> None:
