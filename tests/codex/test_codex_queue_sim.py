@@ -533,3 +533,30 @@ def test_a_hanging_holder_stopped_cleanly_ends_its_turn_as_interrupted(
     assert aborted["reason"] == "interrupted"
     assert lines[-2]["payload"]["content"][0]["text"].startswith("<turn_aborted>")
     assert not stalled.lock.exists()
+
+
+def wakeups(pid: int) -> int:
+    """How often ``pid`` has slept and woken: each poll the holder waits out is one."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(re.search(r"^voluntary_ctxt_switches:\s*(\d+)", status, re.M)[1])  # type: ignore[index]
+
+
+def test_a_paused_holder_leaves_the_queue_alone_until_its_pause_file_goes(
+    app: SimAppServer, home: Path, thread: dict[str, Any], holders: list[SimHolder], tmp_path: Path
+) -> None:
+    tid, rollout = thread["thread_id"], Path(thread["rollout_path"])
+    pause = tmp_path / "holder-pause"
+    pause.touch()
+    paused = holder(home, tid, "--pause-file", str(pause))
+    holders.append(paused)
+    queued = app.add(tid, "coop-paused", "queued while the holder is paused")
+    woken = wakeups(paused.process.pid)
+    # Three more wakeups: the holder has looked at least twice since the row was added.
+    wait_until(lambda: wakeups(paused.process.pid) >= woken + 3, "the paused holder's polls")
+
+    assert [r["id"] for r in rows(home, tid)] == [queued["result"]["queuedSubmission"]["id"]]
+    assert paused.process.poll() is None  # paused, not stopped or gone
+
+    pause.unlink()
+    completes(rollout, 1)
+    assert rows(home, tid) == []
