@@ -11,20 +11,16 @@ import shutil
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from fleet_macs import Mac
 from prerequisites import missing
-from sshd_harness import SSHD, ClientKeys, Sshd, remove, short_tmp
+from sshd_harness import SSHD, ClientKeys, remove, short_tmp
 
 from hosts.mac.host import Host
 from hosts.mac.local import LocalHost
 from hosts.pipe import PipeHost
-from hosts.sim.launch import CODEX_EXECUTABLE, SimChat, SimFleet
-from hosts.ssh import SshHost
-
-# The simulator's quick pace (tests/sim/conftest.py uses the same).
-FAST = ("--think", "0.05", "--tool-interval", "0.1", "--busy-seconds", "0.6")
+from hosts.sim.launch import CODEX_EXECUTABLE
 
 CODEX = str(CODEX_EXECUTABLE)  # the simulated `codex`, as fleet.toml would name it
 
@@ -44,61 +40,6 @@ def client() -> Iterator[ClientKeys]:
     root = short_tmp("sc")
     yield ClientKeys(root)
     remove(root)
-
-
-class Mac:
-    """One simulated fleet Mac: an sshd whose sessions see `config_dir` as Claude's
-    folder and `codex_home` as Codex's."""
-
-    def __init__(self, name: str, root: Path, client: ClientKeys) -> None:
-        self.name = name
-        self.client = client
-        self.config_dir = root / "claude"
-        self.config_dir.mkdir(parents=True)
-        self.codex_home = root / "codex"
-        self.codex_home.mkdir()
-        self.sshd = Sshd(root / "sshd", client, self.config_dir, self.codex_home).start()
-        self.chats = SimFleet(self.config_dir)
-        self.hosts: list[Host] = []
-
-    @property
-    def port(self) -> int:
-        return self.sshd.port
-
-    def chat(self, *args: str) -> SimChat:
-        return self.chats.start(*FAST, *args)
-
-    def ssh_host(self, name: str | None = None, **settings: Any) -> SshHost:
-        options: dict[str, Any] = {
-            "port": self.port,
-            "user": "root",
-            "identity_file": str(self.client.identity),
-            "known_hosts": str(self.client.known_hosts),
-        }
-        options.update(settings)
-        host = SshHost(name or self.name, "127.0.0.1", **options)
-        self.hosts.append(host)
-        return host
-
-    def fleet_entry(self, **extra: Any) -> str:
-        """This Mac's [[mac]] table for a fleet.toml."""
-        lines = [
-            "[[mac]]",
-            f'name = "{self.name}"',
-            'host = "127.0.0.1"',
-            f"port = {self.port}",
-            'user = "root"',
-            f'identity_file = "{self.client.identity}"',
-            f'known_hosts = "{self.client.known_hosts}"',
-        ]
-        lines += [f"{key} = {value!r}" for key, value in extra.items()]
-        return "\n".join(lines) + "\n"
-
-    def stop(self) -> None:
-        for host in self.hosts:
-            host.close()
-        self.chats.stop_all()
-        self.sshd.stop()
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import uuid
 from typing import Any
 
 import pytest
-from conftest import Mac
+from fleet_macs import Mac
 from waiting import wait_until
 
 from hosts.mac.host import Host, NativeRefusal

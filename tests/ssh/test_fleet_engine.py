@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Mac
+from fleet_macs import Mac
 from netdelay import DelayProxy
 from waiting import wait_until
 

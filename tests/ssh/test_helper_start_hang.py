@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import Mac
+from fleet_macs import Mac
 from netdelay import DelayProxy
 from waiting import wait_until
 

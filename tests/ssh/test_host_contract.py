@@ -15,7 +15,7 @@ import uuid
 from typing import Any
 
 import pytest
-from conftest import Mac
+from fleet_macs import Mac
 from simchats import turn_over
 from waiting import wait_until
 

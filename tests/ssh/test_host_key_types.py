@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Mac
+from fleet_macs import Mac
 from prerequisites import missing
 from sshd_harness import SSHD, ClientKeys, Sshd, remove, short_tmp
 

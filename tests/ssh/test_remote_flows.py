@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Mac
+from fleet_macs import Mac
 from sshd_harness import SilentServer, free_port
 from waiting import wait_until
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Mac
+from fleet_macs import Mac
 from sshd_harness import SilentServer, free_port, keygen, short_tmp
 from waiting import wait_until
 
