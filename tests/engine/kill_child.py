@@ -1,6 +1,6 @@
 """The process test_kill kills: delivery cycles through Coop's own door, forever.
 
-    kill_child.py cycles HOME CONFIG_DIR CHAT MANAGED_DIR EPOCH [PAUSE]
+    kill_child.py cycles HOME CONFIG_DIR CHAT MANAGED_DIR EPOCH [PAUSE [PASS_PAUSE]]
 
 A cycle adds a todo, invites the chat `CHAT` (on the Mac "office", whose Claude folder
 is CONFIG_DIR), and runs one coordinator pass: `Coordinator.tick`, the same pass `coop
@@ -17,6 +17,8 @@ a cycle up. Prints "ready" once set up, so the test knows when kills land in cyc
 PAUSE (seconds): a slow moment after each write returns, before the door records it, as
 a loaded machine would have; the door's code is untouched. The test's kills "at the
 write" use it, so they land between the write and its record on any machine.
+PASS_PAUSE (seconds): the same after each pass, before the next cycle's todo: the kills
+"after the pass" land once the transport is recorded.
 """
 
 from __future__ import annotations
@@ -30,7 +32,13 @@ SPEED = 100.0
 
 
 def cycles(
-    home: str, config_dir: str, chat: str, managed_dir: str, epoch: str, pause: str = "0"
+    home: str,
+    config_dir: str,
+    chat: str,
+    managed_dir: str,
+    epoch: str,
+    pause: str = "0",
+    pass_pause: str = "0",
 ) -> None:
     from coop_engine.db import open_ledger
     from coop_engine.engine import Engine
@@ -59,6 +67,7 @@ def cycles(
         todo = engine.add_todo("Survive SIGKILL")["id"]
         engine.invite(todo, chat, "office")
         coordinator.tick()
+        time.sleep(float(pass_pause))
 
 
 if __name__ == "__main__":

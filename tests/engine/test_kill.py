@@ -3,9 +3,10 @@
 A child process (kill_child.py) runs Coop's own delivery: coordinator passes through the
 Claude door into a real simulated chat, over a real SQLite ledger and the chat's real
 private socket. The test kills it and starts it again, many times: at random moments,
-and the moment the chat's inbox has the frame (when only the records after the write
-are left to do). After every kill, no envelope the chat received may look unsent, none
-may have been sent twice, and the database must pass its integrity check. Coop records
+the moment the chat's inbox has the frame (when only the records after the write are
+left to do), and the moment the ledger has the transport (the cycle's send is done).
+After every kill, no envelope the chat received may look unsent, none may have been
+sent twice, and the database must pass its integrity check. Coop records
 its intent before the write, so a kill just after the write leaves an uncertain send,
 never a pending one: moving the intent after the send in the door fails here.
 """
@@ -44,6 +45,10 @@ AT_THE_WRITE = 3  # every third kill waits for a frame to reach the chat, then k
 # kill lands between the write and its record however loaded the machine. (A bound
 # only: the kill comes as soon as the chat has the frame.)
 PAUSE_AFTER_WRITE = 30.0
+# The kill after each of those waits for one more transport in the ledger, while that
+# child pauses after each pass: it lands between the record and the next cycle's todo.
+AFTER_THE_PASS = 1
+PAUSE_AFTER_PASS = 30.0
 # Only bound a hang (a child that never gets ready, a chat that never reads).
 READY_SECONDS = 60.0
 HANG_SECONDS = 60.0
@@ -59,11 +64,12 @@ class Receiver:
 
 
 def start(
-    home: Path, receiver: Receiver, epoch: float, pause: float = 0.0
+    home: Path, receiver: Receiver, epoch: float, pause: float = 0.0, pass_pause: float = 0.0
 ) -> subprocess.Popen[str]:
     args = [str(home), str(receiver.chat.config_dir), receiver.chat.ref, str(receiver.managed)]
+    pauses = [repr(pause), repr(pass_pause)]
     return subprocess.Popen(
-        [sys.executable, str(CHILD), "cycles", *args, repr(epoch), repr(pause)],
+        [sys.executable, str(CHILD), "cycles", *args, repr(epoch), *pauses],
         stdout=subprocess.PIPE,
         text=True,
         cwd=REPO,
@@ -149,6 +155,25 @@ def phase_of(db: Path, logged: set[str], todo: int) -> str:
     return "invited" if state == "pending" else "intent recorded"
 
 
+def transports(db: Path) -> int:
+    """How many envelopes have their transport recorded (0 before the ledger exists)."""
+    if not db.exists():
+        return 0
+    _, envelopes, _ = ledger_rows(db)
+    return sum(at is not None for _, at in envelopes.values())
+
+
+def kill_after_the_pass(child: subprocess.Popen[str], db: Path, before: int) -> None:
+    """SIGKILL the child the moment the ledger has one more transport than `before`."""
+
+    def one_more() -> bool:
+        assert child.poll() is None, "the child exited by itself"
+        return transports(db) > before
+
+    wait_until(one_more, "a transport recorded", HANG_SECONDS)
+    child.send_signal(signal.SIGKILL)
+
+
 def kill_at_the_write(child: subprocess.Popen[str], chat: SimChat) -> None:
     """SIGKILL the child the moment the chat's inbox has read one more frame."""
     before = len(received(chat))
@@ -173,14 +198,26 @@ def test_sigkill_never_leaves_a_sent_envelope_looking_unsent(
     newest = 0
     kills = 0
     while kills < MAX_KILLS:
-        at_the_write = kills % AT_THE_WRITE == 0 and kills % 5 != 4
-        child = start(home, receiver, epoch, PAUSE_AFTER_WRITE if at_the_write else 0.0)
-        if kills % 5 == 4:
+        early = kills % 5 == 4
+        at_the_write = kills % AT_THE_WRITE == 0 and not early
+        after_the_pass = kills % AT_THE_WRITE == AFTER_THE_PASS and not early
+        sent_before = transports(db)  # no child is running: the count holds still
+        child = start(
+            home,
+            receiver,
+            epoch,
+            PAUSE_AFTER_WRITE if at_the_write else 0.0,
+            PAUSE_AFTER_PASS if after_the_pass else 0.0,
+        )
+        if early:
             time.sleep(rng.uniform(0.005, 0.060))  # may land in start-up or schema creation
             child.send_signal(signal.SIGKILL)
         elif at_the_write:
             wait_ready(child)
             kill_at_the_write(child, chat)
+        elif after_the_pass:
+            wait_ready(child)
+            kill_after_the_pass(child, db, sent_before)
         else:
             wait_ready(child)
             time.sleep(rng.uniform(0.0, 0.300))  # a pass or two

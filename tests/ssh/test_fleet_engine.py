@@ -257,6 +257,11 @@ def test_a_mac_hung_during_its_long_poll_rejoins_after_sigcont(
             detail=lambda: office.log,
         )
         after = office.invite(on_laptop, "laptop", "After the laptop rejoined")
-        wait_until(lambda: office.received(after), "the frame after rejoining received", WAIT)
+        wait_until(
+            lambda: office.received(after),
+            "the frame after rejoining received",
+            WAIT,
+            detail=lambda: (office.log, worker_state(server, "laptop"), office.envelope(after)),
+        )
     never_lost(office, awaiting)
     assert office.envelope(awaiting)["state"] == "delivered"
