@@ -45,6 +45,10 @@ class ChannelStream(Stream):
             self.channel.sendall(data)
         except paramiko.SSHException as error:
             raise OSError(str(error)) from None
+        except EOFError:
+            # The connection's socket is shut while the channel still looks open: the
+            # Transport was closed by another thread (a long-poll that timed out).
+            raise OSError("ssh connection lost") from None
 
     def recv(self, timeout: float) -> bytes:
         deadline = time.monotonic() + timeout
@@ -60,6 +64,8 @@ class ChannelStream(Stream):
                 continue
             except paramiko.SSHException as error:
                 raise OSError(str(error)) from None
+            except EOFError:
+                raise OSError("ssh connection lost") from None
 
     def alive(self) -> bool:
         channel = self.channel

@@ -7,6 +7,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -118,6 +119,26 @@ def test_one_transport_is_reused_and_reopened_when_it_died(laptop: Mac) -> None:
     transport.close()
     assert host.health()["host"] == "laptop"
     assert host.transport() is not transport
+
+
+def test_a_connection_shut_under_a_running_helper_is_the_mac_unreachable_not_a_crash(
+    laptop: Mac,
+) -> None:
+    host = laptop.ssh_host()
+    host.health()
+    # How Transport.close from another thread leaves it for a moment: its socket shut
+    # while its channels still look open (paramiko then raises EOFError on a send).
+    # The request must come before the Transport's own thread sees the socket shut: this
+    # thread keeps the interpreter until it waits (it does not before the send).
+    switching = sys.getswitchinterval()
+    sys.setswitchinterval(60.0)
+    try:
+        host.transport().packetizer.close()
+        cause = failure(host).cause
+    finally:
+        sys.setswitchinterval(switching)
+    assert cause.startswith("helper crashed during health"), cause
+    assert host.health()["host"] == "laptop"  # the next request opens it anew
 
 
 def test_a_helper_killed_mid_session_is_started_again_by_the_next_request(laptop: Mac) -> None:

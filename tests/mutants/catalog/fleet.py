@@ -325,4 +325,15 @@ MUTANTS = (
             "::test_a_mac_hung_between_opening_a_session_and_its_exec_costs_the_timeout",
         ),
     ),
+    Mutant(
+        "ssh-send-on-a-shut-connection-escapes",
+        "a Mac whose connection is shut mid-request is unreachable, never a crash of Coop",
+        SSH_HOST,
+        "        except EOFError:\n            # The connection's socket is shut while",
+        "        except ZeroDivisionError:\n            # The connection's socket is shut while",
+        (
+            f"{CONNECT}"
+            "::test_a_connection_shut_under_a_running_helper_is_the_mac_unreachable_not_a_crash",
+        ),
+    ),
 )
