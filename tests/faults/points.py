@@ -138,8 +138,13 @@ class FailingOs:
 
 
 def module_os(module: Any, function: str, code: int, op: str, path_has: str = "") -> Inject:
+    """Fail `function` in `module` for the fault, on a path holding `path_has`; a
+    `{pid}` there is the accepting chat's (a scan reads every chat's files: a failure on
+    another chat's would leave the one being sent to untouched)."""
+
     def inject(monkeypatch: pytest.MonkeyPatch, fault: Fault, world: World) -> None:
-        monkeypatch.setattr(module, "os", FailingOs(fault, function, code, op, path_has))
+        where = path_has.format(pid=world.fleet.chat("accept").pid)
+        monkeypatch.setattr(module, "os", FailingOs(fault, function, code, op, where))
 
     return inject
 
@@ -343,9 +348,9 @@ POINTS: tuple[Point, ...] = (
     _host("registry.list", "target", "accept", "deliver", "EIO", UNSENT,
           module_os(native, "listdir", EIO, "target")),
     _host("registry.read", "target", "accept", "deliver", "EIO", UNSENT,
-          module_os(native, "read", EIO, "target", "/sessions/")),
+          module_os(native, "read", EIO, "target", "/sessions/{pid}.json")),
     _host("process.births", "target", "accept", "deliver", "EMFILE", UNSENT,
-          module_os(platforms, "open", EMFILE, "target", "/stat")),
+          module_os(platforms, "open", EMFILE, "target", "/proc/{pid}/stat")),
     _host("settings.read", "policy_inputs", "accept", "deliver", "EIO", SENT, settings_read),
     _host("transcript.position", "transcript_position", "accept", "deliver", "EIO", UNSENT,
           module_os(local_host, "stat", EIO, "transcript_position")),
