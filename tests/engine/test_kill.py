@@ -52,7 +52,8 @@ PAUSE_AFTER_PASS = 30.0
 # Only bound a hang (a child that never gets ready, a chat that never reads).
 READY_SECONDS = 60.0
 HANG_SECONDS = 60.0
-# Where the newest cycle was when the kill landed, from what the ledger and inbox show.
+# Where a cycle was when the kill landed, from what the ledger and inbox show: the cycle
+# of the envelope a kill at a moment landed on, else the newest todo's.
 PHASES = ("todo added", "invited", "intent recorded", "written", "acknowledged")
 MUST_HIT = {"todo added", "invited", "written", "acknowledged"}
 
@@ -133,21 +134,27 @@ def check(db: Path, chat: SimChat) -> int:
     return newest
 
 
-def phase_of(db: Path, logged: set[str], todo: int) -> str:
-    """Where the cycle of this todo was when the kill landed, read right after it."""
+def newest_invitation(db: Path, todo: int) -> str | None:
+    """The outbox id of this todo's invitation, if it has one yet."""
     conn = sqlite3.connect(db)
     try:
         found = conn.execute(
-            "SELECT o.id, o.state, o.transport_at FROM engine_outbox o "
-            "JOIN engine_dispatches d ON o.dispatch_id = d.id WHERE d.todo_id = ? "
-            "AND o.kind = 'invitation'",
+            "SELECT o.id FROM engine_outbox o JOIN engine_dispatches d "
+            "ON o.dispatch_id = d.id WHERE d.todo_id = ? AND o.kind = 'invitation'",
             (todo,),
         ).fetchone()
     finally:
         conn.close()
-    if found is None:
+    return None if found is None else str(found[0])
+
+
+def phase_of(db: Path, logged: set[str], envelope: str | None) -> str:
+    """Where this envelope's cycle was when the kill landed, read right after it (None:
+    its todo had no invitation yet)."""
+    if envelope is None:
         return "todo added"
-    envelope, state, transport_at = found
+    _, envelopes, _ = ledger_rows(db)
+    state, transport_at = envelopes[envelope]
     if transport_at is not None:
         return "acknowledged"
     if envelope in logged:
@@ -155,35 +162,39 @@ def phase_of(db: Path, logged: set[str], todo: int) -> str:
     return "invited" if state == "pending" else "intent recorded"
 
 
-def transports(db: Path) -> int:
-    """How many envelopes have their transport recorded (0 before the ledger exists)."""
+def transported(db: Path) -> set[str]:
+    """The envelopes whose transport is recorded (none before the ledger exists)."""
     if not db.exists():
-        return 0
+        return set()
     _, envelopes, _ = ledger_rows(db)
-    return sum(at is not None for _, at in envelopes.values())
+    return {envelope for envelope, (_, at) in envelopes.items() if at is not None}
 
 
-def kill_after_the_pass(child: subprocess.Popen[str], db: Path, before: int) -> None:
-    """SIGKILL the child the moment the ledger has one more transport than `before`."""
+def kill_after_the_pass(child: subprocess.Popen[str], db: Path, before: set[str]) -> str:
+    """SIGKILL the child the moment the ledger records a transport not in `before`;
+    returns that envelope. (A child may first send what an earlier one left pending.)"""
 
-    def one_more() -> bool:
+    def one_more() -> set[str]:
         assert child.poll() is None, "the child exited by itself"
-        return transports(db) > before
+        return transported(db) - before
 
-    wait_until(one_more, "a transport recorded", HANG_SECONDS)
+    [envelope, *_] = sorted(wait_until(one_more, "a transport recorded", HANG_SECONDS))
     child.send_signal(signal.SIGKILL)
+    return envelope
 
 
-def kill_at_the_write(child: subprocess.Popen[str], chat: SimChat) -> None:
-    """SIGKILL the child the moment the chat's inbox has read one more frame."""
+def kill_at_the_write(child: subprocess.Popen[str], chat: SimChat) -> str:
+    """SIGKILL the child the moment the chat's inbox has read one more frame; returns
+    that frame's envelope."""
     before = len(received(chat))
 
-    def one_more() -> bool:
+    def one_more() -> list[str]:
         assert child.poll() is None, "the child exited by itself"
-        return len(received(chat)) > before
+        return received(chat)[before:]
 
-    wait_until(one_more, "a frame reaching the chat", HANG_SECONDS, interval=0.0005)
+    envelope = wait_until(one_more, "a frame reaching the chat", HANG_SECONDS, interval=0.0005)[0]
     child.send_signal(signal.SIGKILL)
+    return envelope
 
 
 def test_sigkill_never_leaves_a_sent_envelope_looking_unsent(
@@ -201,7 +212,7 @@ def test_sigkill_never_leaves_a_sent_envelope_looking_unsent(
         early = kills % 5 == 4
         at_the_write = kills % AT_THE_WRITE == 0 and not early
         after_the_pass = kills % AT_THE_WRITE == AFTER_THE_PASS and not early
-        sent_before = transports(db)  # no child is running: the count holds still
+        sent_before = transported(db)  # no child is running: this holds still
         child = start(
             home,
             receiver,
@@ -209,15 +220,16 @@ def test_sigkill_never_leaves_a_sent_envelope_looking_unsent(
             PAUSE_AFTER_WRITE if at_the_write else 0.0,
             PAUSE_AFTER_PASS if after_the_pass else 0.0,
         )
+        landed_on: str | None = None  # the envelope a kill at a moment landed on
         if early:
             time.sleep(rng.uniform(0.005, 0.060))  # may land in start-up or schema creation
             child.send_signal(signal.SIGKILL)
         elif at_the_write:
             wait_ready(child)
-            kill_at_the_write(child, chat)
+            landed_on = kill_at_the_write(child, chat)
         elif after_the_pass:
             wait_ready(child)
-            kill_after_the_pass(child, db, sent_before)
+            landed_on = kill_after_the_pass(child, db, sent_before)
         else:
             wait_ready(child)
             time.sleep(rng.uniform(0.0, 0.300))  # a pass or two
@@ -229,8 +241,11 @@ def test_sigkill_never_leaves_a_sent_envelope_looking_unsent(
             continue
         # Read at once: the next child's passes move this cycle's envelope on.
         newest_before, newest = newest, check(db, chat)
-        if newest != newest_before:  # a kill before the child's first todo tells nothing
-            hit.add(phase_of(db, set(received(chat)), newest))
+        logged = set(received(chat))
+        if landed_on is not None:
+            hit.add(phase_of(db, logged, landed_on))
+        elif newest != newest_before:  # a kill before the child's first todo tells nothing
+            hit.add(phase_of(db, logged, newest_invitation(db, newest)))
         if kills >= MIN_KILLS and hit >= MUST_HIT:
             break
 

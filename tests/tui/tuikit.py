@@ -42,6 +42,7 @@ from hosts.mac.transcripts import escape_cwd
 ScreenType = TypeVar("ScreenType", bound=Screen[Any])
 SIZE = (160, 48)
 TOAST_BAR = "▌"  # each line of a toast begins with it
+TOAST_SECONDS = 600.0  # how long a toast stays in the tests (Textual: 5 s)
 # 2026-05-04 09:00:00 UTC: every time the app shows derives from this.
 T0 = 1_777_885_200.0
 BIRTH = "4242"
@@ -261,7 +262,11 @@ class Staged:
     def app(self, **options: Any) -> CoopApp:
         options.setdefault("coordinator", "none")
         options.setdefault("clock", self.clock)
-        return CoopApp(self.home, Office(self.fleet), **options)
+        app = CoopApp(self.home, Office(self.fleet), **options)
+        # A toast stays while a test looks for it: on a loaded machine the look may come
+        # later than Textual's 5 s, when the toast is gone (raised, yet never seen).
+        app.NOTIFICATION_TIMEOUT = TOAST_SECONDS
+        return app
 
     def engine(self, actor: str = "dad", seed: int = 99) -> Engine:
         """Another writer in this process. It shares the connection the app opened (the
