@@ -207,7 +207,7 @@ class RealReceiver(Receiver):
 
     def exit_clean(self) -> None:
         self.chat.type("/exit")
-        wait_until(lambda: not self.alive(), 10, "the chat to exit")
+        wait_until(lambda: not self.alive(), 60, "the chat to exit")  # bounds a hang
 
     def stop(self) -> None:
         self.chat.stop()

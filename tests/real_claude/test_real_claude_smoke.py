@@ -10,6 +10,7 @@ import os
 import re
 import signal
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from .harness import Chat
 pytestmark = pytest.mark.real_claude
 
 Entry = dict[str, Any]
+HANG = 60.0  # seconds: bounds a hang only (a loaded machine's real chat is slow)
 
 
 def invitation(nonce: str) -> str:
@@ -55,7 +57,7 @@ def find(entries: list[Entry], match: Callable[[Entry], bool]) -> list[int]:
     return [i for i, e in enumerate(entries) if match(e)]
 
 
-def wait_turn_end(chat: Chat, after: Callable[[Entry], bool], timeout: float = 20) -> list[Entry]:
+def wait_turn_end(chat: Chat, after: Callable[[Entry], bool], timeout: float = HANG) -> list[Entry]:
     """Wait until a turn_duration follows the first entry matching ``after``."""
 
     def ended() -> list[Entry] | None:
@@ -124,20 +126,26 @@ def test_idle_chat_writes_peer_entry_and_its_final_accepts(start_chat: Callable[
     entries = wait_turn_end(chat, peer_user_entry(second["msg_id"]))
     final, _ = final_after(entries, find(entries, peer_user_entry(second["msg_id"]))[0])
     assert final.endswith("COOP_DECLINE Zx81")
-    chat.wait_for(lambda: (chat.registry() or {}).get("status") == "idle", 5, "idle")
+    chat.wait_for(lambda: (chat.registry() or {}).get("status") == "idle", HANG, "idle")
 
 
 def test_busy_chat_absorbs_frame_mid_turn_and_the_joined_turn_answers(
-    start_chat: Callable[..., Chat],
+    start_chat: Callable[..., Chat], tmp_path: Path
 ) -> None:
     chat = start_chat()
-    chat.type("COOP_WORK 4 1")  # four Bash `sleep 1` calls, then a final
+    gate = tmp_path / "tool-gate"
+    # Four Bash `sleep 1` calls or more, until the gate opens, then a final: the frame
+    # arrives mid-turn however loaded the machine.
+    chat.type(f"COOP_WORK 4 1 UNTIL {gate}")
     chat.wait_for(
-        lambda: any(e.get("type") == "assistant" for e in chat.transcript()), 15, "a tool call"
+        lambda: any(e.get("type") == "assistant" for e in chat.transcript()), HANG, "a tool call"
     )
     assert (chat.registry() or {}).get("status") == "busy"
 
     msg_id = chat.send(invitation("busyN0nce"))["msg_id"]
+    absorbed = queued_command(msg_id)
+    chat.wait_for(lambda: find(chat.transcript(), absorbed), HANG, "the absorbed frame")
+    gate.touch()
     entries = wait_turn_end(chat, queued_command(msg_id))
 
     assert not find(entries, peer_user_entry(msg_id)), "absorbed, not a new turn"
@@ -175,7 +183,7 @@ def test_bypass_chat_holds_frame_with_notice_and_waits_for_permission(
                 return entry
         return None
 
-    held = chat.wait_for(notice, 10, "the held notice")
+    held = chat.wait_for(notice, HANG, "the held notice")
     assert held["level"] == "warning" and held["isMeta"] is False
     first_line = text.splitlines()[0]
     assert held["content"].startswith(
@@ -188,7 +196,7 @@ def test_bypass_chat_holds_frame_with_notice_and_waits_for_permission(
         in (held["content"])
     )
     registry = chat.wait_for(
-        lambda: (r := chat.registry()) and r.get("status") == "waiting" and r, 5, "waiting"
+        lambda: (r := chat.registry()) and r.get("status") == "waiting" and r, HANG, "waiting"
     )
     assert registry["waitingFor"] == "permission prompt"
     modes = [e["permissionMode"] for e in chat.transcript() if e.get("type") == "permission-mode"]
@@ -201,7 +209,7 @@ def test_bypass_chat_with_accept_in_settings_flag_delivers_at_once(
 ) -> None:
     chat = start_chat(bypass=True, settings_flag={"crossSessionInbound": "accept"})
     msg_id = chat.send(invitation("fl4g"))["msg_id"]
-    entries = wait_turn_end(chat, peer_user_entry(msg_id), timeout=10)
+    entries = wait_turn_end(chat, peer_user_entry(msg_id))
     peer = entries[find(entries, peer_user_entry(msg_id))[0]]
     assert peer["permissionMode"] == "bypassPermissions"
     assert final_after(entries, 0)[0].endswith("COOP_ACCEPT fl4g")
@@ -214,7 +222,7 @@ def test_host_named_socket_keeps_the_frame_uuid(start_chat: Callable[..., Chat],
     assert chat.socket_path == str(folder / "chat.sock")
     assert os.stat(chat.socket_path).st_mode & 0o777 == 0o600
     msg_id = chat.send("A frame through a host-named socket.")["msg_id"]
-    entries = wait_turn_end(chat, peer_user_entry(msg_id), timeout=10)
+    entries = wait_turn_end(chat, peer_user_entry(msg_id))
     assert entries[find(entries, peer_user_entry(msg_id))[0]]["uuid"] == msg_id
 
 
@@ -224,12 +232,12 @@ def test_identical_body_within_30s_is_dropped_with_a_notice(
     chat = start_chat()
     text = "The same words twice."
     first = chat.send(text)["msg_id"]
-    wait_turn_end(chat, peer_user_entry(first), timeout=10)
+    wait_turn_end(chat, peer_user_entry(first))
     size = chat.transcript_size()
     second = chat.send(text)["msg_id"]
     dropped = chat.wait_for(
         lambda: [e for e in chat.transcript(size) if e.get("subtype") == "informational"],
-        10,
+        HANG,
         "the drop notice",
     )
     assert dropped[0]["content"] == (
@@ -237,7 +245,7 @@ def test_identical_body_within_30s_is_dropped_with_a_notice(
     )
     # A later, different frame's turn has ended: the dropped one never made a turn.
     third = chat.send("Other words.")["msg_id"]
-    entries = wait_turn_end(chat, peer_user_entry(third), timeout=10)
+    entries = wait_turn_end(chat, peer_user_entry(third))
     assert not find(entries, peer_user_entry(second))
 
 
@@ -253,7 +261,7 @@ def test_refused_and_misaddressed_frames_leave_no_trace(start_chat: Callable[...
         assert (chat.registry() or {}).get("status") == "idle"
     # And a later frame the plain chat takes is all its transcript holds of peers.
     later = plain.send("Addressed to this session.")["msg_id"]
-    entries = wait_turn_end(plain, peer_user_entry(later), timeout=10)
+    entries = wait_turn_end(plain, peer_user_entry(later))
     received = [(e.get("origin") or {}).get("msg_id") for e in entries if e.get("type") == "user"]
     assert [msg_id for msg_id in received if msg_id] == [later]
 
@@ -274,8 +282,8 @@ def test_registry_is_removed_on_clean_exit_and_lingers_after_sigkill(
 
     clean.send_signal(signal.SIGTERM)
     killed.send_signal(signal.SIGKILL)
-    clean.wait_for(lambda: not clean.alive(), 10, "a clean exit")
-    killed.wait_for(lambda: not killed.alive(), 10, "the kill")
+    clean.wait_for(lambda: not clean.alive(), HANG, "a clean exit")
+    killed.wait_for(lambda: not killed.alive(), HANG, "the kill")
     assert list(sessions.iterdir()) == [] and not os.path.exists(clean.socket_path)
     left = {p.name for p in (killed.config_dir / "sessions").iterdir()}
     assert f"{killed.pid}.json" in left and len(left) == 2

@@ -43,6 +43,7 @@ ScreenType = TypeVar("ScreenType", bound=Screen[Any])
 SIZE = (160, 48)
 TOAST_BAR = "▌"  # each line of a toast begins with it
 TOAST_SECONDS = 600.0  # how long a toast stays in the tests (Textual: 5 s)
+HANG = 30.0  # seconds: bounds a wait for the app only (a loaded machine is slow)
 # 2026-05-04 09:00:00 UTC: every time the app shows derives from this.
 T0 = 1_777_885_200.0
 BIRTH = "4242"
@@ -585,7 +586,7 @@ def drive(
 
 
 async def until(
-    pilot: Pilot[None], check: Callable[[], object], timeout: float = 5.0, what: str = ""
+    pilot: Pilot[None], check: Callable[[], object], timeout: float = HANG, what: str = ""
 ) -> float:
     """Wait (letting the app run) until `check()` is true; returns the seconds it took."""
     started = time.monotonic()
@@ -600,7 +601,7 @@ async def until(
 
 
 async def open_with(
-    pilot: Pilot[None], key: str, screen: type[ScreenType], timeout: float = 5.0
+    pilot: Pilot[None], key: str, screen: type[ScreenType], timeout: float = HANG
 ) -> ScreenType:
     """Press `key` and wait until the app shows a `screen`; that screen."""
     await pilot.press(key)
@@ -640,7 +641,7 @@ async def loaded(pilot: Pilot[None]) -> None:
     await settle(pilot)
 
 
-async def settle(pilot: Pilot[None], timeout: float = 20.0) -> None:
+async def settle(pilot: Pilot[None], timeout: float = 2 * HANG) -> None:
     """Every worker the app started has finished and its result is on screen."""
     app = pilot.app
     deadline = time.monotonic() + timeout
