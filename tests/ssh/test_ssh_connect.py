@@ -7,7 +7,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -122,23 +121,27 @@ def test_one_transport_is_reused_and_reopened_when_it_died(laptop: Mac) -> None:
 
 
 def test_a_connection_shut_under_a_running_helper_is_the_mac_unreachable_not_a_crash(
-    laptop: Mac,
+    laptop: Mac, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     host = laptop.ssh_host()
     host.health()
-    # How Transport.close from another thread leaves it for a moment: its socket shut
-    # while its channels still look open (paramiko then raises EOFError on a send).
-    # The request must come before the Transport's own thread sees the socket shut: this
-    # thread keeps the interpreter until it waits (it does not before the send).
-    switching = sys.getswitchinterval()
-    sys.setswitchinterval(60.0)
-    try:
-        host.transport().packetizer.close()
-        cause = failure(host).cause
-    finally:
-        sys.setswitchinterval(switching)
-    assert cause.startswith("helper crashed during health"), cause
+    # What a send meets when another thread's Transport.close has just shut the socket
+    # while the channels still look open: paramiko's packetizer raises EOFError. (Shutting
+    # the real socket races the Transport's own thread, which may notice first.)
+    transport = host.transport()
+    send = transport._send_user_message
+    sends: list[object] = []
+
+    def shut_once(data: object) -> None:
+        sends.append(data)
+        if len(sends) == 1:
+            raise EOFError  # the request's send; closing the channel after goes through
+        send(data)
+
+    monkeypatch.setattr(transport, "_send_user_message", shut_once)
+    assert failure(host).cause.startswith("helper crashed during health")
     assert host.health()["host"] == "laptop"  # the next request opens it anew
+    assert host.transport() is not transport
 
 
 def test_a_helper_killed_mid_session_is_started_again_by_the_next_request(laptop: Mac) -> None:
