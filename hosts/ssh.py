@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import paramiko
 
@@ -24,6 +26,19 @@ KEEPALIVE_SECONDS = 15
 # recv waits in slices so stderr is drained meanwhile; data wakes it at once.
 RECV_SLICE = 0.2
 EXIT_STATUS_WAIT = 0.2
+
+
+@contextmanager
+def channel_errors() -> Iterator[None]:
+    """paramiko's failures on a channel as the OSError every Stream raises."""
+    try:
+        yield
+    except paramiko.SSHException as error:
+        raise OSError(str(error)) from None
+    except EOFError:
+        # The connection's socket is shut while the channel still looks open: the
+        # Transport was closed by another thread (a long-poll that timed out).
+        raise OSError("ssh connection lost") from None
 
 
 class ChannelStream(Stream):
@@ -41,14 +56,8 @@ class ChannelStream(Stream):
 
     def send(self, data: bytes, timeout: float) -> None:
         self.channel.settimeout(timeout)
-        try:
+        with channel_errors():
             self.channel.sendall(data)
-        except paramiko.SSHException as error:
-            raise OSError(str(error)) from None
-        except EOFError:
-            # The connection's socket is shut while the channel still looks open: the
-            # Transport was closed by another thread (a long-poll that timed out).
-            raise OSError("ssh connection lost") from None
 
     def recv(self, timeout: float) -> bytes:
         deadline = time.monotonic() + timeout
@@ -59,13 +68,10 @@ class ChannelStream(Stream):
                 raise TimeoutError
             self.channel.settimeout(min(left, RECV_SLICE))
             try:
-                return bytes(self.channel.recv(1 << 16))
+                with channel_errors():
+                    return bytes(self.channel.recv(1 << 16))
             except TimeoutError:
                 continue
-            except paramiko.SSHException as error:
-                raise OSError(str(error)) from None
-            except EOFError:
-                raise OSError("ssh connection lost") from None
 
     def alive(self) -> bool:
         channel = self.channel

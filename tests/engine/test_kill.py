@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -170,31 +170,34 @@ def transported(db: Path) -> set[str]:
     return {envelope for envelope, (_, at) in envelopes.items() if at is not None}
 
 
-def kill_after_the_pass(child: subprocess.Popen[str], db: Path, before: set[str]) -> str:
-    """SIGKILL the child the moment the ledger records a transport not in `before`;
-    returns that envelope. (A child may first send what an earlier one left pending.)"""
+def kill_on_the_first(
+    child: subprocess.Popen[str], new: Callable[[], list[str]], what: str, interval: float
+) -> str:
+    """SIGKILL the child the moment `new()` names an envelope; returns the first named."""
 
-    def one_more() -> set[str]:
+    def named() -> list[str]:
         assert child.poll() is None, "the child exited by itself"
-        return transported(db) - before
+        return new()
 
-    [envelope, *_] = sorted(wait_until(one_more, "a transport recorded", HANG_SECONDS))
+    envelope = wait_until(named, what, HANG_SECONDS, interval=interval)[0]
     child.send_signal(signal.SIGKILL)
     return envelope
+
+
+def kill_after_the_pass(child: subprocess.Popen[str], db: Path, before: set[str]) -> str:
+    """At the ledger's first transport not in `before` (a child may first send what an
+    earlier one left pending)."""
+    return kill_on_the_first(
+        child, lambda: sorted(transported(db) - before), "a transport recorded", 0.02
+    )
 
 
 def kill_at_the_write(child: subprocess.Popen[str], chat: SimChat) -> str:
-    """SIGKILL the child the moment the chat's inbox has read one more frame; returns
-    that frame's envelope."""
+    """At the first frame the chat's inbox reads from now on."""
     before = len(received(chat))
-
-    def one_more() -> list[str]:
-        assert child.poll() is None, "the child exited by itself"
-        return received(chat)[before:]
-
-    envelope = wait_until(one_more, "a frame reaching the chat", HANG_SECONDS, interval=0.0005)[0]
-    child.send_signal(signal.SIGKILL)
-    return envelope
+    return kill_on_the_first(
+        child, lambda: received(chat)[before:], "a frame reaching the chat", 0.0005
+    )
 
 
 def test_sigkill_never_leaves_a_sent_envelope_looking_unsent(

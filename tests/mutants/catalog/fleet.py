@@ -329,8 +329,8 @@ MUTANTS = (
         "ssh-send-on-a-shut-connection-escapes",
         "a Mac whose connection is shut mid-request is unreachable, never a crash of Coop",
         SSH_HOST,
-        "        except EOFError:\n            # The connection's socket is shut while",
-        "        except ZeroDivisionError:\n            # The connection's socket is shut while",
+        "    except EOFError:\n        # The connection's socket is shut while",
+        "    except ZeroDivisionError:\n        # The connection's socket is shut while",
         (
             f"{CONNECT}"
             "::test_a_connection_shut_under_a_running_helper_is_the_mac_unreachable_not_a_crash",
