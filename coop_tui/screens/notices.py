@@ -30,6 +30,9 @@ class NoticesTable(LedgerTable):
         ("todo", "TODO", lambda r: cells.plain(_todo(r))),
         ("text", "TEXT", lambda r: cells.plain(r["text"])),
     ]
+    # What Dad was told stays; the columns that name where leave first, least needed
+    # first, before anything is cut (the envelope's detail names them all).
+    DROP_FIRST = ("todo", "mac", "chat")
     FLEX = "text"
 
 

@@ -281,3 +281,29 @@ def test_the_adoption_review_drops_columns_before_the_answer_is_cut(
             assert "hold" not in dropped and "2026-05-06 09:07 UTC" in screen_text(app)
 
     drive(staged.app(), script, size=size)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+def test_the_notices_drop_columns_before_a_value_is_cut(
+    staged: Staged, size: tuple[int, int]
+) -> None:
+    from coop_engine import queries
+    from coop_tui.screens.notices import NoticesTable, NotificationsScreen
+
+    async def script(pilot: Pilot[None]) -> None:
+        app: Any = pilot.app
+        await loaded(pilot)
+        await open_with(pilot, "exclamation_mark", NotificationsScreen)
+        table = app.screen.query_one(NoticesTable)
+        await until(pilot, lambda: table.row_count > 0, what="the notices")
+        await settle(pilot)
+        dropped = {key for key, _, _ in table.COLUMNS if key not in table.columns}
+        assert set(table.DROP_FIRST[: len(dropped)]) == dropped  # the first to drop
+        assert bool(dropped) == (size[0] == 80)
+        shown = [c for c in table.COLUMNS if c[0] in table.columns and c[0] != table.FLEX]
+        text = screen_text(app)
+        for row in queries.notifications(limit=3):
+            for _, _, cell in shown:
+                assert str(cell(row)) in text  # whole, never cut mid-value
+
+    drive(staged.app(), script, size=size)

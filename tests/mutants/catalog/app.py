@@ -118,4 +118,12 @@ MUTANTS = (
             "test_the_outbox_shows_an_invitation_made_by_another_process_when_the_file_changes",
         ),
     ),
+    Mutant(
+        "notices-cut-before-columns-drop",
+        "fits the terminal: the notices drop columns before a value is cut",
+        "coop_tui/screens/notices.py",
+        '    DROP_FIRST = ("todo", "mac", "chat")\n',
+        "    DROP_FIRST = ()\n",
+        ("tests/tui/test_responsive.py::test_the_notices_drop_columns_before_a_value_is_cut",),
+    ),
 )
