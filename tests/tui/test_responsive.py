@@ -258,6 +258,21 @@ def test_a_confirmation_shows_its_own_keys_in_its_footer(staged: Staged) -> None
     drive(staged.app(), script, size=(80, 24))
 
 
+async def fitted(
+    pilot: Pilot[None], key: str, screen: type[Any], kind: type[Any], rows: int = 1
+) -> tuple[Any, set[str]]:
+    """The table of the screen `key` opens, once it has `rows` rows and is fitted, and
+    the columns it dropped (asserted to be the first of its DROP_FIRST)."""
+    await loaded(pilot)
+    await open_with(pilot, key, screen)
+    table = pilot.app.screen.query_one(kind)
+    await until(pilot, lambda: table.row_count >= rows, what=f"{rows} rows")
+    await settle(pilot)
+    dropped = {name for name, _, _ in table.COLUMNS if name not in table.columns}
+    assert set(table.DROP_FIRST[: len(dropped)]) == dropped  # the first to drop
+    return table, dropped
+
+
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)])
 def test_the_adoption_review_drops_columns_before_the_answer_is_cut(
     staged: Staged, size: tuple[int, int]
@@ -266,15 +281,9 @@ def test_the_adoption_review_drops_columns_before_the_answer_is_cut(
 
     async def script(pilot: Pilot[None]) -> None:
         app: Any = pilot.app
-        await loaded(pilot)
-        await open_with(pilot, "a", AdoptionScreen)
-        table = app.screen.query_one(TakersTable)
-        await until(pilot, lambda: table.row_count == 2, what="the two takers")
-        await settle(pilot)
+        table, dropped = await fitted(pilot, "a", AdoptionScreen, TakersTable, rows=2)
         answer = "refused: another enrollment names this chat on office"
         assert answer in screen_text(app)
-        dropped = {key for key, _, _ in table.COLUMNS if key not in table.columns}
-        assert set(table.DROP_FIRST[: len(dropped)]) == dropped  # the first to drop
         if size[0] == 80:
             assert {"hold", "searched"} <= dropped
         else:
@@ -292,13 +301,7 @@ def test_the_notices_drop_columns_before_a_value_is_cut(
 
     async def script(pilot: Pilot[None]) -> None:
         app: Any = pilot.app
-        await loaded(pilot)
-        await open_with(pilot, "exclamation_mark", NotificationsScreen)
-        table = app.screen.query_one(NoticesTable)
-        await until(pilot, lambda: table.row_count > 0, what="the notices")
-        await settle(pilot)
-        dropped = {key for key, _, _ in table.COLUMNS if key not in table.columns}
-        assert set(table.DROP_FIRST[: len(dropped)]) == dropped  # the first to drop
+        table, dropped = await fitted(pilot, "exclamation_mark", NotificationsScreen, NoticesTable)
         assert bool(dropped) == (size[0] == 80)
         shown = [c for c in table.COLUMNS if c[0] in table.columns and c[0] != table.FLEX]
         text = screen_text(app)
