@@ -33,6 +33,8 @@ from .launch import ChatConfig, chat_args, check_prerequisites, launch_script, p
 __all__ = ["Chat", "ChatConfig", "check_prerequisites", "coop_frame", "start_chat", "write_frame"]
 
 READY_TIMEOUT = 30.0
+HANG = 60.0  # bounds a wait for the chat's screen or transcript: only a hang
+RESUBMIT_SECONDS = 5.0
 T = TypeVar("T")
 
 
@@ -176,11 +178,36 @@ class Chat:
         self.ready_seconds = time.monotonic() - self.started
 
     # -- acting --------------------------------------------------------------
-    def type(self, text: str) -> None:
-        """Type one line into the chat's prompt and press Enter."""
+    def type(self, text: str, timeout: float = HANG) -> None:
+        """Type one line into the chat's prompt and press Enter once the screen shows
+        it. A chat that reads the text and the Enter in one go (a loaded machine) takes
+        them as a paste, the Enter as a newline in the prompt, and never sends it."""
         subprocess.run(self._tmux("send-keys", "-t", "chat", "-l", text), check=True)
-        time.sleep(0.2)
-        subprocess.run(self._tmux("send-keys", "-t", "chat", "Enter"), check=True)
+        head = text[:20]
+        self.wait_for(lambda: head in self.screen(), timeout, f"the prompt to show {head!r}")
+        self.keys("Enter")
+
+    def submit(self, text: str, timeout: float = HANG) -> None:
+        """`type` a prompt, then `wait_sent`."""
+        self.type(text, timeout)
+        self.wait_sent(text, timeout)
+
+    def wait_sent(self, text: str, timeout: float = HANG) -> None:
+        """Wait until the transcript has ``text`` as the human's prompt, pressing Enter
+        again every few seconds while it has not come: a chat that took the first Enter
+        as part of a paste leaves the text in its prompt (OBSERVED.md)."""
+        pressed = time.monotonic()
+
+        def recorded() -> bool:
+            nonlocal pressed
+            if any(_typed(entry) == text for entry in self.transcript()):
+                return True
+            if time.monotonic() - pressed > RESUBMIT_SECONDS:
+                self.keys("Enter")
+                pressed = time.monotonic()
+            return False
+
+        self.wait_for(recorded, timeout, f"the typed prompt {text[:20]!r} in the transcript")
 
     def keys(self, *keys: str) -> None:
         subprocess.run(self._tmux("send-keys", "-t", "chat", *keys), check=True)
@@ -223,6 +250,16 @@ class Chat:
 
     def _tmux(self, *args: str) -> list[str]:
         return ["tmux", "-S", str(self.tmux_socket), *args]
+
+
+def _typed(entry: dict[str, Any]) -> str | None:
+    """The prompt of a user entry the human typed, stripped; None for any other."""
+    message = entry.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    peer = (entry.get("origin") or {}).get("kind") == "peer"
+    if entry.get("type") != "user" or peer or not isinstance(content, str):
+        return None
+    return content.strip()
 
 
 def _alive(pid: int) -> bool:

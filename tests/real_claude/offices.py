@@ -188,7 +188,7 @@ class RealReceiver(Receiver):
         return self.chat.registry()
 
     def start_tool_turn(self) -> None:
-        self.chat.type(f"COOP_WORK {TOOL_CALLS} {TOOL_SECONDS} UNTIL {self.tool_gate}")
+        self.chat.submit(f"COOP_WORK {TOOL_CALLS} {TOOL_SECONDS} UNTIL {self.tool_gate}")
 
     def approve_held(self) -> None:
         """Down to "Deliver", then Enter; a key pressed before the dialog listens is

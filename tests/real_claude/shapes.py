@@ -49,6 +49,7 @@ NESTED = (
     ("attachment", "origin"),
 )
 TOOL_CALL = ("assistant:tool_use", "user:tool_result")
+BETWEEN_CALLS = ("queue:enqueue", "assistant:tool_use")
 # tmux is there only when the chat runs inside tmux (the real ones here always do).
 REGISTRY_OPTIONAL = {"tmux"}
 NOTICE_KINDS = (
@@ -98,8 +99,14 @@ def shaped(entries: Iterable[Entry]) -> list[tuple[str, Entry]]:
     """The entries Coop reads, without the tool calls nothing happened during (a
     tool_use followed at once by its tool_result): how many there are, and during which
     one a frame lands, is the model's and the clock's choice. A call a frame arrived
-    during stays, with what it wrote in between."""
+    during stays, with what it wrote in between. A frame that lands between two calls,
+    while the model chooses the next one, is taken as landing during that next call:
+    the chat absorbs it at the same place, and which of the two moments it hit is the
+    clock's choice too (seen in the real chat's busy turn on a loaded machine)."""
     kept = [(k, e) for e in entries if (k := kind(e)) is not None]
+    for index in range(len(kept) - 1):
+        if (kept[index][0], kept[index + 1][0]) == BETWEEN_CALLS:
+            kept[index], kept[index + 1] = kept[index + 1], kept[index]
     out: list[tuple[str, Entry]] = []
     index = 0
     while index < len(kept):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -136,7 +137,7 @@ def test_busy_chat_absorbs_frame_mid_turn_and_the_joined_turn_answers(
     gate = tmp_path / "tool-gate"
     # Four Bash `sleep 1` calls or more, until the gate opens, then a final: the frame
     # arrives mid-turn however loaded the machine.
-    chat.type(f"COOP_WORK 4 1 UNTIL {gate}")
+    chat.submit(f"COOP_WORK 4 1 UNTIL {gate}")
     chat.wait_for(
         lambda: any(e.get("type") == "assistant" for e in chat.transcript()), HANG, "a tool call"
     )
@@ -288,3 +289,22 @@ def test_registry_is_removed_on_clean_exit_and_lingers_after_sigkill(
     left = {p.name for p in (killed.config_dir / "sessions").iterdir()}
     assert f"{killed.pid}.json" in left and len(left) == 2
     assert os.path.exists(killed.socket_path), "the dead chat's socket file lingers"
+
+
+def test_a_line_read_with_its_enter_stays_in_the_prompt_until_enter_again(
+    start_chat: Callable[..., Chat], tmp_path: Path
+) -> None:
+    """What a loaded machine did to the harness's typing (OBSERVED.md 1.19)."""
+    chat = start_chat()
+    gate = tmp_path / "tool-gate"
+    gate.touch()
+    line = f"COOP_WORK 1 1 UNTIL {gate}"
+    chat.keys("-l", line + "\r")  # the text and its Enter in one write
+    chat.wait_for(lambda: line in chat.screen(), HANG, "the line in the prompt")
+    time.sleep(3)
+    assert not [e for e in chat.transcript() if e.get("type") == "user"], "sent as a prompt"
+    assert line in chat.screen()
+
+    chat.wait_sent(line)
+    typed = [e for e in chat.transcript() if e.get("type") == "user" and not e.get("isMeta")]
+    assert typed[0]["message"]["content"] == line

@@ -57,6 +57,23 @@ def test_the_same_shapes_with_other_values_and_more_tool_calls_match() -> None:
     assert problems(real, sim) == []
 
 
+def test_a_frame_that_lands_between_two_tool_calls_matches_one_during_the_next() -> None:
+    real = absorbed_turn()
+    enqueue = real.pop(4)
+    use, result = copy.deepcopy(real[3]), copy.deepcopy(real[5])
+    use["uuid"], result["uuid"], result["parentUuid"] = "a0", "r0", "a0"
+    real[3:3] = [use, result, enqueue]  # a call before, then the frame, then a1
+    real[6]["parentUuid"] = "r0"
+    assert problems(real, absorbed_turn()) == []
+
+
+def test_a_frame_enqueued_before_the_turn_is_an_order_difference() -> None:
+    real = absorbed_turn()
+    sim = copy.deepcopy(real)
+    sim.insert(2, sim.pop(4))
+    assert problems(real, sim)[0].startswith("entry order differs")
+
+
 def test_a_top_level_is_meta_and_an_id_on_enqueue_are_found() -> None:
     real = absorbed_turn()
     sim = copy.deepcopy(real)
