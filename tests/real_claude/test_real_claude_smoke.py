@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -52,6 +51,13 @@ def final_after(entries: list[Entry], index: int) -> tuple[str, int]:
         if is_turn_end(entries[i]):
             return final, i
     raise AssertionError("the turn has not ended")
+
+
+def next_line(screen: str, line: str) -> str | None:
+    """The screen line after the one that shows ``line``, stripped."""
+    rows = screen.splitlines()
+    at = [i for i, row in enumerate(rows) if line in row]
+    return rows[at[0] + 1].strip() if at and at[0] + 1 < len(rows) else None
 
 
 def find(entries: list[Entry], match: Callable[[Entry], bool]) -> list[int]:
@@ -300,10 +306,13 @@ def test_a_line_read_with_its_enter_stays_in_the_prompt_until_enter_again(
     gate.touch()
     line = f"COOP_WORK 1 1 UNTIL {gate}"
     chat.keys("-l", line + "\r")  # the text and its Enter in one write
-    chat.wait_for(lambda: line in chat.screen(), HANG, "the line in the prompt")
-    time.sleep(3)
+    chat.wait_for(lambda: line in chat.screen(), HANG, "the line on the screen")
+    # A key typed after it lands on the prompt's next line: the Enter was a newline.
+    chat.keys("-l", "Z")
+    chat.wait_for(lambda: next_line(chat.screen(), line) == "Z", HANG, "Z after the line")
     assert not [e for e in chat.transcript() if e.get("type") == "user"], "sent as a prompt"
-    assert line in chat.screen()
+    chat.keys("BSpace")
+    chat.wait_for(lambda: next_line(chat.screen(), line) == "", HANG, "the Z erased")
 
     chat.wait_sent(line)
     typed = [e for e in chat.transcript() if e.get("type") == "user" and not e.get("isMeta")]
