@@ -64,8 +64,11 @@ class LocalHost(Host):
     def _scan(self) -> native.Scan:
         return native.scan_registry(self.config_dir, self.platform)
 
-    def _live_entry(self, session_id: str) -> native.RegistryEntry | None:
-        live = [e for e in self._scan().entries if e.live and e.session_id == session_id]
+    def _live_entry(
+        self, session_id: str, scan: native.Scan | None = None
+    ) -> native.RegistryEntry | None:
+        scan = scan or self._scan()
+        live = [e for e in scan.entries if e.live and e.session_id == session_id]
         return live[0] if len(live) == 1 else None
 
     def _op_chats(self, with_policy: bool = False, codex: bool = False) -> dict[str, Any]:
@@ -113,9 +116,10 @@ class LocalHost(Host):
         return SettingsReader(self.config_dir, self.managed_dir, self.platform.cmdline)
 
     def _op_policy_inputs(self, session_id: str) -> dict[str, Any]:
-        entry = self._live_entry(session_id)
+        scan = self._scan()
+        entry = self._live_entry(session_id, scan)
         if entry is None:
-            raise native.NativeRefusal(f"No live chat with session {session_id}")
+            raise native.NativeRefusal(native.no_live_chat(session_id, scan))
         path = self._transcript(session_id, entry.data.get("cwd"))
         return self._settings_reader().inputs(entry.data, path)
 

@@ -27,7 +27,10 @@ SENDER = "cwkCoop"
 
 REGISTRY_NAME = re.compile(r"^(\d+)\.json$")
 MAX_ENTRY_BYTES = 1 << 20
-TORN_RETRIES = 3
+# A torn entry is read again after pauses that double from TORN_RETRY_DELAY: 150 ms in
+# all. A rewrite stalls between its truncate and its write on a loaded machine, and a
+# reader that gave up after 20 ms (three reads) called a live chat gone.
+TORN_RETRIES = 5
 TORN_RETRY_DELAY = 0.01
 CONNECT_TIMEOUT = 5.0
 
@@ -94,7 +97,7 @@ def read_entry(path: str) -> tuple[dict[str, Any] | None, str | None]:
     reason = "unreadable"
     for attempt in range(TORN_RETRIES):
         if attempt:
-            time.sleep(TORN_RETRY_DELAY)
+            time.sleep(TORN_RETRY_DELAY * 2 ** (attempt - 1))
         try:
             # O_NOFOLLOW: a symlink named like an entry is not an entry.
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
@@ -254,7 +257,19 @@ def target(config_dir: Path, platform: Platform, session_id: str) -> Target:
     if private_failure is not None:
         raise private_failure
     detail = "; ".join(reasons) if reasons else "no registry entry"
-    raise NativeRefusal(f"No live chat with session {session_id}", detail)
+    raise NativeRefusal(no_live_chat(session_id, scan), detail)
+
+
+def no_live_chat(session_id: str, scan: Scan) -> str:
+    """The refusal for a session no live entry names. When the scan skipped a file, the
+    chat's entry may be that one (caught mid-rewrite), and the words say so; the file
+    names are the registry's own, `<pid>.json`."""
+    said = f"No live chat with session {session_id}"
+    if not scan.skipped:
+        return said
+    first = scan.skipped[0]
+    more = f" and {len(scan.skipped) - 1} more" if len(scan.skipped) > 1 else ""
+    return f"{said} among the entries read (skipped {first['file']}: {first['reason']}{more})"
 
 
 def frame(session_id: str, outbox_id: str, text: str) -> bytes:

@@ -43,8 +43,8 @@ def deeply_nested(depth: int = 200_000) -> bytes:
 TEN_MB_ENTRY = b'{"pid": 5, "sessionId": "x", "pad": "' + b"x" * (TEN_MB - 39) + b'"}'
 FILES: dict[str, tuple[bytes, str]] = {
     "ten megabytes": (TEN_MB_ENTRY, f"too large ({TEN_MB} bytes)"),
-    "not JSON, not UTF-8": (b"\xff\xfe\x00garbage\x80\x81 {", "torn or not JSON after 3 reads"),
-    "deeply nested": (deeply_nested(), "torn or not JSON after 3 reads"),
+    "not JSON, not UTF-8": (b"\xff\xfe\x00garbage\x80\x81 {", "torn or not JSON after 5 reads"),
+    "deeply nested": (deeply_nested(), "torn or not JSON after 5 reads"),
     "a JSON string": (b'"5.json"', "not a JSON object"),
     "a number for a pid": (b'{"pid": 5.0, "sessionId": "x"}', "names pid 5.0, not 5"),
     "true for a pid": (b'{"pid": true, "sessionId": "x"}', "names pid True, not 5"),

@@ -74,8 +74,8 @@ def test_entry_whose_name_is_not_its_pid_is_skipped(
 @pytest.mark.parametrize(
     ("content", "reason"),
     [
-        ("", "empty after 3 reads"),
-        ('{"pid": 5, "sessionId": "ab', "torn or not JSON after 3 reads"),
+        ("", "empty after 5 reads"),
+        ('{"pid": 5, "sessionId": "ab', "torn or not JSON after 5 reads"),
         ("[1, 2]", "not a JSON object"),
         ('{"pid": "5", "sessionId": "x"}', "names pid '5', not 5"),
         ('{"pid": 5}', "no sessionId"),
@@ -109,6 +109,41 @@ def test_torn_entry_is_read_again_once_the_writer_finishes(
     scan = native.scan_registry(tmp_path, LinuxPlatform())
     assert pauses == [native.TORN_RETRY_DELAY]  # one torn read, one pause, one whole read
     assert [e.pid for e in scan.entries] == [pid]
+
+
+def test_an_entry_empty_through_four_pauses_is_read_at_the_fifth(
+    tmp_path: Path, live_process: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rewrite stalled between its truncate and its write (a loaded machine) is waited
+    for, with pauses that double: 150 ms in all before the entry counts as unreadable."""
+    pid = live_process.pid
+    path = write_entry(tmp_path, f"{pid}.json", "")
+    pauses: list[float] = []
+
+    def pause(seconds: float) -> None:
+        pauses.append(seconds)
+        if len(pauses) == native.TORN_RETRIES - 1:
+            path.write_text(json.dumps(entry_for(pid)))
+
+    monkeypatch.setattr(native, "time", SimpleNamespace(sleep=pause))
+    scan = native.scan_registry(tmp_path, LinuxPlatform())
+    assert pauses == [0.01, 0.02, 0.04, 0.08]
+    assert [e.pid for e in scan.entries] == [pid]
+
+
+def test_a_chat_whose_entry_could_not_be_read_is_not_called_gone(
+    tmp_path: Path, live_process: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pid = live_process.pid
+    write_entry(tmp_path, f"{pid}.json", "")
+    write_entry(tmp_path, "99999999.json", '{"pid": 99999999}')  # sorts after any pid's
+    monkeypatch.setattr(native, "time", SimpleNamespace(sleep=lambda seconds: None))
+    with pytest.raises(native.NativeRefusal) as refusal:
+        native.target(tmp_path, LinuxPlatform(), f"session-{pid}")
+    assert str(refusal.value) == (
+        f"No live chat with session session-{pid} among the entries read "
+        f"(skipped {pid}.json: empty after 5 reads and 1 more)"
+    )
 
 
 def test_symlinked_and_oversized_entries_are_skipped(

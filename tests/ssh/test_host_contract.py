@@ -82,7 +82,7 @@ def test_chats_reports_registry_files_it_skipped_and_why(host_on: Host, laptop: 
     (sessions / "4242.json").write_text("{torn")
     listing = host_on.chats()
     assert listing["chats"] == []
-    assert listing["skipped"] == [{"file": "4242.json", "reason": "torn or not JSON after 3 reads"}]
+    assert listing["skipped"] == [{"file": "4242.json", "reason": "torn or not JSON after 5 reads"}]
 
 
 def test_target_answers_the_four_facts_of_the_one_live_chat(host_on: Host, laptop: Mac) -> None:

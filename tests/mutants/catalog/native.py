@@ -196,4 +196,20 @@ MUTANTS = (
             "tests/door/test_delivery.py::test_frame_is_one_line_naming_the_receiver_and_the_outbox_id",
         ),
     ),
+    Mutant(
+        "unreadable-entry-called-gone",
+        "a chat whose registry entry could not be read is never said to be gone",
+        NATIVE,
+        "    if not scan.skipped:\n        return said\n",
+        "    if True:\n        return said\n",
+        (f"{REGISTRY}::test_a_chat_whose_entry_could_not_be_read_is_not_called_gone",),
+    ),
+    Mutant(
+        "torn-entry-given-up-at-once",
+        "a torn registry entry is read again over 150 ms, long enough for a stalled rewrite",
+        NATIVE,
+        "            time.sleep(TORN_RETRY_DELAY * 2 ** (attempt - 1))\n",
+        "            time.sleep(TORN_RETRY_DELAY)\n",
+        (f"{REGISTRY}::test_an_entry_empty_through_four_pauses_is_read_at_the_fifth",),
+    ),
 )
