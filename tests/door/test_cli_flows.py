@@ -82,6 +82,8 @@ def test_bypass_chat_stays_uncertain_expires_on_time_and_is_sent_again_once(
     rows = outbox(run_coop, env)
     assert [r["id"] for r in rows] == [first, again.stdout.strip()]
     assert rows[1]["state"] == "uncertain" and rows[0]["resent_as"] == rows[1]["id"]
+    # Written is not yet read: the chat logs a frame when it reads it.
+    wait_until(lambda: len(chat.frames()) >= 2, "the chat to read the second frame")
     assert len(chat.frames()) == 2
 
 

@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 from doorkit import Door
+from waiting import wait_until
 
 from coop_engine.errors import ALREADY_SENT_AGAIN, Conflict
 from coop_engine.models import Outbox
@@ -95,6 +96,8 @@ def test_send_again_works_once_and_only_after_expiry(door: Door) -> None:
         door.engine.resend(outbox_id, "chief")
     door.tick()
     assert door.row(second)["state"] == "uncertain"
+    # Written is not yet read: the chat logs a frame when it reads it.
+    wait_until(lambda: len(chat.frames()) >= 2, "the chat to read the second frame")
     texts = [frame["message"]["content"] for frame in chat.frames()]
     assert len(texts) == 2 and texts[0] != texts[1]
     assert door.row(outbox_id)["resent_as"] == second

@@ -7,6 +7,8 @@ because something changed, not because a timer came round."""
 
 from __future__ import annotations
 
+import sys
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -99,11 +101,18 @@ def worker_state(server: Server, name: str) -> dict[str, Any]:
     """What a Mac's worker was doing, for a failure's message: its passes, whether its
     threads live, and what its long-poll watches."""
     worker = server.workers[name]
+    frames = sys._current_frames()
     return {
         "passes": worker.passes,
         "threads": {thread.name: thread.is_alive() for thread in worker._threads},
         "watching": worker.view.watching is not None,
         "surveys": worker.view.surveys,
+        "woken": (worker.wake.is_set(), worker.ledger_news, worker.mac_news),
+        "where": {
+            thread.name: "".join(traceback.format_stack(frames[thread.ident])[-6:])
+            for thread in worker._threads
+            if thread.ident in frames
+        },
     }
 
 
