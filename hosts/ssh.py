@@ -99,7 +99,11 @@ class ChannelStream(Stream):
         return f"{status}: {last}" if last else status
 
     def close(self, broken: bool = False) -> None:
-        self.channel.close()
+        try:
+            with channel_errors():
+                self.channel.close()  # a message to the Mac, on a connection maybe shut
+        except OSError:
+            broken = True
         if broken:
             # It did not answer in time: the connection itself may be gone; open anew.
             self.transport.close()

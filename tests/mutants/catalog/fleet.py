@@ -336,4 +336,15 @@ MUTANTS = (
             "::test_a_connection_shut_under_a_running_helper_is_the_mac_unreachable_not_a_crash",
         ),
     ),
+    Mutant(
+        "ssh-close-on-a-shut-connection-escapes",
+        "closing a helper's channel on a shut connection is the Mac unreachable, never a crash",
+        SSH_HOST,
+        "            with channel_errors():\n                self.channel.close()",
+        "            if True:\n                self.channel.close()",
+        (
+            f"{CONNECT}"
+            "::test_a_connection_shut_under_a_running_helper_is_the_mac_unreachable_not_a_crash",
+        ),
+    ),
 )
