@@ -51,6 +51,13 @@ class Office:
         office = LocalHost("office", config_dir=root / "office-claude")
         self.fleet = Fleet("office", {"office": office, **hosts})
         self.log: list[str] = []
+        self.server: Server | None = None
+
+    def stuck(self) -> tuple[list[str], dict[str, Any]]:
+        """For a wait's failure: the serve log, and each Mac's worker as it was."""
+        server = self.server
+        workers = {name: worker_state(server, name) for name in server.workers} if server else {}
+        return self.log, workers
 
     def invite(self, chat: SimChat, host: str, title: str) -> str:
         todo = self.engine.add_todo(title)["id"]
@@ -78,6 +85,7 @@ class Office:
         )
         thread = server.start_thread()
         try:
+            self.server = server
             yield server
             assert thread.is_alive(), self.log
         finally:
@@ -131,7 +139,9 @@ def test_a_transcript_appended_on_a_remote_mac_reaches_the_ledger_by_its_long_po
     chat = studio.chat("--think", "2")  # it answers two seconds after it took the invitation
     with office.serving() as server:
         outbox_id = office.invite(chat, "studio", "Pushed, not polled")
-        wait_until(lambda: office.received(outbox_id), "the frame received", WAIT)
+        wait_until(
+            lambda: office.received(outbox_id), "the frame received", WAIT, detail=office.stuck
+        )
         passes = server.workers["studio"].passes
         answered_with_the_receipt = office.envelope(outbox_id)["facts"]["accepted"] is not None
         # Nothing runs on a timer here (an hour): the answer, written on the studio once
@@ -158,23 +168,40 @@ def test_a_mac_hung_during_a_pass_holds_up_only_its_own_envelopes(
     on_laptop, on_studio = laptop.chat("--answer", "silent"), studio.chat("--answer", "silent")
     with office.serving():
         first = office.invite(on_laptop, "laptop", "Before the laptop hangs")
-        wait_until(lambda: office.received(first), "the first frame received", WAIT)
+        wait_until(
+            lambda: office.received(first), "the first frame received", WAIT, detail=office.stuck
+        )
         proxy.hang()
         waiting = office.invite(on_laptop, "laptop", "While the laptop hangs")
         moving = office.invite(on_studio, "studio", "While the laptop hangs")
-        wait_until(lambda: office.received(moving), "the studio's frame received", WAIT)
+        wait_until(
+            lambda: office.received(moving),
+            "the studio's frame received",
+            WAIT,
+            detail=office.stuck,
+        )
         wait_until(
             lambda: office.said("laptop is unreachable"),
             "laptop unreachable",
             WAIT,
-            detail=lambda: office.log,
+            detail=office.stuck,
         )
         never_lost(office, waiting)
         assert office.envelope(waiting)["state"] == "pending"
         proxy.resume()
-        wait_until(lambda: office.received(waiting), "the waiting frame received", WAIT)
+        wait_until(
+            lambda: office.received(waiting),
+            "the waiting frame received",
+            WAIT,
+            detail=office.stuck,
+        )
         # Said once the pass that sent it is over, which may be after the chat read it.
-        wait_until(lambda: office.said("laptop answers again"), "laptop answers again", WAIT)
+        wait_until(
+            lambda: office.said("laptop answers again"),
+            "laptop answers again",
+            WAIT,
+            detail=office.stuck,
+        )
     never_lost(office, first)
     assert len(on_laptop.frames()) == 2 and len(on_studio.frames()) == 1
 
@@ -215,18 +242,23 @@ def test_a_mac_hung_during_a_sends_third_read_leaves_it_uncertain_never_resent(
             WAIT,
         )
         moving = office.invite(on_studio, "studio", "The studio goes on")
-        wait_until(lambda: office.received(moving), "the studio's frame received", WAIT)
+        wait_until(
+            lambda: office.received(moving),
+            "the studio's frame received",
+            WAIT,
+            detail=office.stuck,
+        )
         wait_until(
             lambda: office.said("send failed at request"),
             "the send failed",
             WAIT,
-            detail=lambda: office.log,
+            detail=office.stuck,
         )
         wait_until(
             lambda: office.said("laptop is unreachable"),
             "laptop unreachable",
             WAIT,
-            detail=lambda: office.log,
+            detail=office.stuck,
         )
         never_lost(office, cut_off)
         assert office.envelope(cut_off)["state"] == "uncertain"  # bytes may have left
@@ -235,7 +267,7 @@ def test_a_mac_hung_during_a_sends_third_read_leaves_it_uncertain_never_resent(
             lambda: office.said("laptop answers again"),
             "laptop answers again",
             WAIT,
-            detail=lambda: office.log,
+            detail=office.stuck,
         )
         never_lost(office, cut_off)
     assert len(on_laptop.frames()) <= 1  # sent at most once: never again without a decision
@@ -264,14 +296,19 @@ def test_a_mac_hung_during_its_long_poll_rejoins_after_sigcont(
             detail=lambda: (office.log, worker_state(server, "laptop")),
         )
         moving = office.invite(on_studio, "studio", "The studio goes on")
-        wait_until(lambda: office.received(moving), "the studio's frame received", WAIT)
+        wait_until(
+            lambda: office.received(moving),
+            "the studio's frame received",
+            WAIT,
+            detail=office.stuck,
+        )
         never_lost(office, awaiting)
         proxy.resume()
         wait_until(
             lambda: office.said("laptop answers again"),
             "laptop answers again",
             WAIT,
-            detail=lambda: office.log,
+            detail=office.stuck,
         )
         after = office.invite(on_laptop, "laptop", "After the laptop rejoined")
         wait_until(
