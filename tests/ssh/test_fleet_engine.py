@@ -53,6 +53,10 @@ class Office:
         self.log: list[str] = []
         self.server: Server | None = None
 
+    def wait(self, check: Callable[[], Any], what: str) -> Any:
+        """`check()`'s first truthy value, or a failure that says where serve was stuck."""
+        return wait_until(check, what, WAIT, detail=self.stuck)
+
     def stuck(self) -> tuple[list[str], dict[str, Any]]:
         """For a wait's failure: the serve log, and each Mac's worker as it was."""
         server = self.server
@@ -139,9 +143,7 @@ def test_a_transcript_appended_on_a_remote_mac_reaches_the_ledger_by_its_long_po
     chat = studio.chat("--think", "2")  # it answers two seconds after it took the invitation
     with office.serving() as server:
         outbox_id = office.invite(chat, "studio", "Pushed, not polled")
-        wait_until(
-            lambda: office.received(outbox_id), "the frame received", WAIT, detail=office.stuck
-        )
+        office.wait(lambda: office.received(outbox_id), "the frame received")
         passes = server.workers["studio"].passes
         answered_with_the_receipt = office.envelope(outbox_id)["facts"]["accepted"] is not None
         # Nothing runs on a timer here (an hour): the answer, written on the studio once
@@ -168,40 +170,18 @@ def test_a_mac_hung_during_a_pass_holds_up_only_its_own_envelopes(
     on_laptop, on_studio = laptop.chat("--answer", "silent"), studio.chat("--answer", "silent")
     with office.serving():
         first = office.invite(on_laptop, "laptop", "Before the laptop hangs")
-        wait_until(
-            lambda: office.received(first), "the first frame received", WAIT, detail=office.stuck
-        )
+        office.wait(lambda: office.received(first), "the first frame received")
         proxy.hang()
         waiting = office.invite(on_laptop, "laptop", "While the laptop hangs")
         moving = office.invite(on_studio, "studio", "While the laptop hangs")
-        wait_until(
-            lambda: office.received(moving),
-            "the studio's frame received",
-            WAIT,
-            detail=office.stuck,
-        )
-        wait_until(
-            lambda: office.said("laptop is unreachable"),
-            "laptop unreachable",
-            WAIT,
-            detail=office.stuck,
-        )
+        office.wait(lambda: office.received(moving), "the studio's frame received")
+        office.wait(lambda: office.said("laptop is unreachable"), "laptop unreachable")
         never_lost(office, waiting)
         assert office.envelope(waiting)["state"] == "pending"
         proxy.resume()
-        wait_until(
-            lambda: office.received(waiting),
-            "the waiting frame received",
-            WAIT,
-            detail=office.stuck,
-        )
+        office.wait(lambda: office.received(waiting), "the waiting frame received")
         # Said once the pass that sent it is over, which may be after the chat read it.
-        wait_until(
-            lambda: office.said("laptop answers again"),
-            "laptop answers again",
-            WAIT,
-            detail=office.stuck,
-        )
+        office.wait(lambda: office.said("laptop answers again"), "laptop answers again")
     never_lost(office, first)
     assert len(on_laptop.frames()) == 2 and len(on_studio.frames()) == 1
 
@@ -242,33 +222,13 @@ def test_a_mac_hung_during_a_sends_third_read_leaves_it_uncertain_never_resent(
             WAIT,
         )
         moving = office.invite(on_studio, "studio", "The studio goes on")
-        wait_until(
-            lambda: office.received(moving),
-            "the studio's frame received",
-            WAIT,
-            detail=office.stuck,
-        )
-        wait_until(
-            lambda: office.said("send failed at request"),
-            "the send failed",
-            WAIT,
-            detail=office.stuck,
-        )
-        wait_until(
-            lambda: office.said("laptop is unreachable"),
-            "laptop unreachable",
-            WAIT,
-            detail=office.stuck,
-        )
+        office.wait(lambda: office.received(moving), "the studio's frame received")
+        office.wait(lambda: office.said("send failed at request"), "the send failed")
+        office.wait(lambda: office.said("laptop is unreachable"), "laptop unreachable")
         never_lost(office, cut_off)
         assert office.envelope(cut_off)["state"] == "uncertain"  # bytes may have left
         proxy.resume()
-        wait_until(
-            lambda: office.said("laptop answers again"),
-            "laptop answers again",
-            WAIT,
-            detail=office.stuck,
-        )
+        office.wait(lambda: office.said("laptop answers again"), "laptop answers again")
         never_lost(office, cut_off)
     assert len(on_laptop.frames()) <= 1  # sent at most once: never again without a decision
 
@@ -296,20 +256,10 @@ def test_a_mac_hung_during_its_long_poll_rejoins_after_sigcont(
             detail=lambda: (office.log, worker_state(server, "laptop")),
         )
         moving = office.invite(on_studio, "studio", "The studio goes on")
-        wait_until(
-            lambda: office.received(moving),
-            "the studio's frame received",
-            WAIT,
-            detail=office.stuck,
-        )
+        office.wait(lambda: office.received(moving), "the studio's frame received")
         never_lost(office, awaiting)
         proxy.resume()
-        wait_until(
-            lambda: office.said("laptop answers again"),
-            "laptop answers again",
-            WAIT,
-            detail=office.stuck,
-        )
+        office.wait(lambda: office.said("laptop answers again"), "laptop answers again")
         after = office.invite(on_laptop, "laptop", "After the laptop rejoined")
         wait_until(
             lambda: office.received(after),
