@@ -9,10 +9,11 @@ because something changed or because something is due, never on its own reads:
 watchdog watches this Mac's registry folder and the transcript folders of chats with
 envelopes in flight, counting only files created, written, moved or deleted (never an
 open or a read, which watchdog also reports); another Mac's helper answers a long-poll;
-a write to the ledger's files (a `coop invite` from another process) wakes the workers
-that have an envelope to send. Otherwise a Mac sleeps until its next due time (a
-verdict's grace, a paced envelope's turn), the ledger's chores until theirs (an
-obligation, the adoption minute, the heartbeat), each at most `longest` seconds.
+a commit to the ledger (a `coop invite` from another process), once a reader can see it
+(loop/news.py), wakes the workers that have an envelope to send. Otherwise a Mac
+sleeps until its next due time (a verdict's grace, a paced envelope's turn), the
+ledger's chores until theirs (an obligation, the adoption minute, the heartbeat), each
+at most `longest` seconds.
 After the chores, each event since the last round that needs a decision from Dad (an
 expiry, a conflict, a hold, a refused adoption, an overdue obligation) goes to the
 notifier (loop/notifier.py), as fleet.toml's `[notify]` allows.
@@ -56,6 +57,7 @@ from coop_engine.loop.coordinator import Coordinator
 from coop_engine.loop.desk import Desk
 from coop_engine.loop.hub import Hub, HubError
 from coop_engine.loop.macs import LONG_POLL_SECONDS, RETRY_MOST, MacWorker
+from coop_engine.loop.news import LedgerNews
 from coop_engine.loop.notifier import Notifier
 from coop_engine.models import Obligation
 from coop_engine.queries import latest_event
@@ -69,7 +71,7 @@ LONGEST = 30.0  # the longest a Mac goes unsurveyed, or the ledger unswept, when
 HEARTBEAT_SECONDS = 10.0
 # watchdog's event types that mean a file changed ("closed" is a close after a write).
 CHANGES = frozenset({"created", "modified", "moved", "deleted", "closed", "attrib"})
-LEDGER_FILES = "coop.db"  # the ledger, its -wal and -shm: a write there is news
+LEDGER_FILES = "coop.db"  # the ledger, its -wal and -shm: a write there says look for news
 Log = Callable[[str], None]
 Errors = tuple[type[Exception], ...]
 
@@ -192,6 +194,7 @@ class Server:
             for name, host in fleet.hosts.items()
         }
         self.hub: Hub | None = None
+        self.news: LedgerNews | None = None  # what the loop's rounds saw of the ledger
         self.crash: BaseException | None = None  # a worker's bug, which stops serve
         self._beating = threading.Lock()
         self._watching = threading.Lock()
@@ -293,9 +296,11 @@ class Server:
         for worker in self.workers.values():
             worker.start()
         self.log(f"serving {len(self.fleet.hosts)} Mac(s); office is {self.fleet.office}")
+        self.news = news = LedgerNews(self.engine.db)
         try:
-            self._loop()
+            self._loop(news)
         finally:
+            news.close()
             self.stopping.set()
             for worker in self.workers.values():
                 worker.stop()
@@ -361,18 +366,20 @@ class Server:
         self.stopping.set()
         self.wake.set()
 
-    def _loop(self) -> None:
+    def _loop(self, news: LedgerNews) -> None:
         """The ledger's side: its chores when it changed or they are due, and the news
-        passed to every Mac's worker; the Macs' passes run in their workers."""
+        (a commit a reader can see: loop/news.py) passed to every Mac's worker; the Macs'
+        passes run in their workers."""
         adoption_due = time.monotonic() + self.first_adoption_after
         beat_due = 0.0
         while not self.stopping.is_set():
-            news = self.wake.is_set()
+            event = self.wake.is_set()
             self.wake.clear()  # a change during this round wakes the next one at once
             started = time.monotonic()
+            changed = news.take(event, started)
             self._guarded("the ledger's chores", self._chores)
             self._guarded("the notifier", self._tell)
-            if news:
+            if changed:
                 for worker in self.workers.values():
                     worker.news()
             if started >= adoption_due and not self.stopping.is_set():
@@ -383,6 +390,9 @@ class Server:
                 beat_due = started + HEARTBEAT_SECONDS
             time.sleep(MIN_PASS_GAP)  # a burst of writes is one change
             due = [adoption_due, beat_due, started + self.pass_interval]
+            look = news.next_look()
+            if look is not None:
+                due.append(look)
             obligation = self._next_obligation()
             if obligation is not None:
                 due.append(started + max(0.0, obligation - self.engine.clock()))

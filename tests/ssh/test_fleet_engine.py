@@ -57,11 +57,14 @@ class Office:
         """`check()`'s first truthy value, or a failure that says where serve was stuck."""
         return wait_until(check, what, WAIT, detail=self.stuck)
 
-    def stuck(self) -> tuple[list[str], dict[str, Any]]:
-        """For a wait's failure: the serve log, and each Mac's worker as it was."""
+    def stuck(self) -> tuple[list[str], dict[str, Any], dict[str, int]]:
+        """For a wait's failure: the serve log, each Mac's worker as it was, and the
+        rounds that looked for the ledger's news (and of them, those told of an event)."""
         server = self.server
         workers = {name: worker_state(server, name) for name in server.workers} if server else {}
-        return self.log, workers
+        news = server.news if server else None
+        looked = {"takes": news.takes, "events": news.events} if news else {}
+        return self.log, workers, looked
 
     def invite(self, chat: SimChat, host: str, title: str) -> str:
         todo = self.engine.add_todo(title)["id"]

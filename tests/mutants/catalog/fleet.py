@@ -1,7 +1,7 @@
 """Who decides, who coordinates, how a Mac is reached, the Codex door, and what reaches
 a terminal (seeds 001 and 003, DESIGN 5.10, 6, 9): the authority of `--by`, the
 one-coordinator claim, RejectPolicy with both host-key branches, the Codex door's client
-id and withdraw rule, markup and escape handling."""
+id and withdraw rule, markup and escape handling; the ledger's news to the Macs' workers."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ DELIVERY = "coop_engine/delivery.py"
 AUTHORITY = "tests/coordinator/test_authority.py"
 CLAIMS = "tests/coordinator/test_claim.py"
 CONNECT = "tests/ssh/test_ssh_connect.py"
+NEWS = "tests/coordinator/test_ledger_news.py"
 CODEX_DOOR = "tests/coordinator/test_codex_door.py"
 CODEX_RULES = "tests/engine/test_rules_codex.py"
 FAULT = (
@@ -346,5 +347,31 @@ MUTANTS = (
             f"{CONNECT}"
             "::test_a_connection_shut_under_a_running_helper_is_the_mac_unreachable_not_a_crash",
         ),
+    ),
+    Mutant(
+        "ledger-news-on-any-event",
+        "the ledger's news is a commit a reader can see: the workers are told on it, not on"
+        " a file event that came before it",
+        "coop_engine/loop/serve.py",
+        "            if changed:\n",
+        "            if event:\n",
+        (f"{NEWS}::test_a_commit_visible_only_after_its_event_still_reaches_the_worker",),
+    ),
+    Mutant(
+        "ledger-news-an-event-is-a-change",
+        "the ledger's news is a commit a reader can see: an event alone is not news",
+        "coop_engine/loop/news.py",
+        "        return changed\n",
+        "        return event or changed\n",
+        (f"{NEWS}::test_an_event_alone_is_not_news_and_a_commit_is_news_once",),
+    ),
+    Mutant(
+        "ledger-news-looks-once",
+        "the ledger's news is a commit a reader can see: after an event it is looked for"
+        " again, for a commit not visible yet",
+        "coop_engine/loop/news.py",
+        "            self._looks = self._schedule(now)\n",
+        "            self._looks = []\n",
+        (f"{NEWS}::test_after_an_event_the_ledger_is_looked_at_again_until_it_settles",),
     ),
 )
