@@ -174,14 +174,21 @@ def test_user_known_hosts_are_read_when_the_mac_names_none(
     assert laptop.ssh_host(known_hosts=None).health()["host"] == "laptop"
 
 
+def answers(env: dict[str, str]) -> bool:
+    listed = subprocess.run(["ssh-add", "-l"], env=env, capture_output=True)
+    return listed.returncode != 2
+
+
 @pytest.fixture
 def agent(laptop: Mac, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     folder = short_tmp("sa")
     sock = str(folder / "agent.sock")
     process = subprocess.Popen(["ssh-agent", "-D", "-a", sock], stdout=subprocess.DEVNULL)
     try:
-        wait_until(lambda: os.path.exists(sock), "the agent's socket")
         env = {**os.environ, "SSH_AUTH_SOCK": sock}
+        # The socket's file is there once bound, before the agent listens ("Connection
+        # refused"); `ssh-add -l` exits 2 only while it cannot reach the agent.
+        wait_until(lambda: answers(env), "the agent answering on its socket")
         subprocess.run(["ssh-add", "-q", str(laptop.client.identity)], env=env, check=True)
         monkeypatch.setenv("SSH_AUTH_SOCK", sock)
         yield sock
