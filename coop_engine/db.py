@@ -79,6 +79,15 @@ def is_sqlite(db: pw.Database) -> bool:
     return isinstance(db, pw.SqliteDatabase)
 
 
+def ledger_file(db: pw.Database) -> Path | None:
+    """The SQLite ledger's file, however it was opened (a read-only one by URI); None
+    for a ledger on a database server or in memory."""
+    if not isinstance(db, pw.SqliteDatabase):
+        return None
+    path = getattr(db, "path", None) or Path(db.database)
+    return None if str(path) == ":memory:" else Path(path)
+
+
 def ledger_fault(error: BaseException) -> str | None:
     """The one line for the user when `error` is the ledger failing under a command (a
     full disk, a read-only file system, an I/O error, a lost server), naming the ledger

@@ -19,25 +19,17 @@ server, or a file that will not open) has news at every round."""
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
 
 import peewee as pw
+
+from coop_engine.db import ledger_file
 
 LOOK_FIRST = 0.05
 SETTLE_SECONDS = 3.0
 
 
-def ledger_file(db: pw.Database) -> Path | None:
-    """The SQLite ledger's file, however it was opened; None for any other ledger."""
-    if not isinstance(db, pw.SqliteDatabase):
-        return None
-    path = getattr(db, "path", None) or Path(db.database)
-    return None if str(path) == ":memory:" else Path(path)
-
-
 class LedgerNews:
-    def __init__(self, db: pw.Database, settle: float = SETTLE_SECONDS) -> None:
-        self.settle = settle
+    def __init__(self, db: pw.Database) -> None:
         self._reader: sqlite3.Connection | None = None
         path = ledger_file(db)
         if path is not None:
@@ -46,7 +38,7 @@ class LedgerNews:
                     f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False
                 )
             except sqlite3.Error:
-                self._reader = None
+                pass  # no version to read: news at every round
         self._seen = self._version()
         self._looks: list[float] = []  # when to look again, for events not yet seen
         self.takes = 0  # rounds that looked, and of them those told of an event
@@ -78,7 +70,7 @@ class LedgerNews:
 
     def _schedule(self, now: float) -> list[float]:
         looks, pause, waited = [], LOOK_FIRST, 0.0
-        while waited < self.settle:
+        while waited < SETTLE_SECONDS:
             waited += pause
             looks.append(now + waited)
             pause *= 2
