@@ -20,13 +20,15 @@ HOSTILE = "x\"; touch PWNED; $(touch PWNED2) `touch PWNED3` [bold]b[/] \x1b[31m'
 
 
 def recorder(folder: Path, name: str) -> tuple[str, Path]:
-    """An executable named `name` that writes its argv (without itself) as JSON."""
+    """An executable named `name` that writes its argv (without itself) as JSON, whole:
+    written beside the record and renamed onto it, so a record that exists is complete."""
     record = folder / f"{name}.json"
     script = folder / "bin" / name
     script.parent.mkdir(exist_ok=True)
     script.write_text(
-        f"#!{sys.executable}\nimport json, sys\n"
-        f"open({str(record)!r}, 'w').write(json.dumps(sys.argv[1:]))\n"
+        f"#!{sys.executable}\nimport json, os, sys\n"
+        f"open({str(record)!r} + '.part', 'w').write(json.dumps(sys.argv[1:]))\n"
+        f"os.replace({str(record)!r} + '.part', {str(record)!r})\n"
     )
     script.chmod(0o755)
     return str(script), record

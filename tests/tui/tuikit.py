@@ -603,9 +603,11 @@ async def until(
 async def open_with(
     pilot: Pilot[None], key: str, screen: type[ScreenType], timeout: float = HANG
 ) -> ScreenType:
-    """Press `key` and wait until the app shows a `screen`; that screen."""
+    """Press `key` and wait until the app shows a `screen`, laid out and drawn (pushed
+    is not yet drawn: what it says is read from the screen); that screen."""
     await pilot.press(key)
     await until(pilot, lambda: isinstance(pilot.app.screen, screen), timeout, screen.__name__)
+    await settle(pilot, timeout)
     shown = pilot.app.screen
     assert isinstance(shown, screen)
     return shown
