@@ -603,11 +603,12 @@ async def until(
 async def open_with(
     pilot: Pilot[None], key: str, screen: type[ScreenType], timeout: float = HANG
 ) -> ScreenType:
-    """Press `key` and wait until the app shows a `screen`, laid out and drawn (pushed
-    is not yet drawn: what it says is read from the screen); that screen."""
+    """Press `key` and wait until the app shows a `screen`, composed and laid out (pushed
+    is not yet drawn, and tests read what it says from the screen); that screen. Not
+    `settle`: a worker the screen did not start (a hung Mac's survey) is not waited for."""
     await pilot.press(key)
     await until(pilot, lambda: isinstance(pilot.app.screen, screen), timeout, screen.__name__)
-    await settle(pilot, timeout)
+    await pilot.pause()  # its events handled, then its layout and paint
     shown = pilot.app.screen
     assert isinstance(shown, screen)
     return shown
