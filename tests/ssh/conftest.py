@@ -10,6 +10,7 @@ import pwd
 import shutil
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -62,9 +63,10 @@ def start_mac(client: ClientKeys) -> Iterator[Callable[..., Mac]]:
         return mac
 
     yield start
-    for mac, root in macs:
-        mac.stop()
-        remove(root)
+    with ExitStack() as stack:  # every Mac stopped and removed, even after one raised
+        for mac, root in macs:
+            stack.callback(remove, root)
+            stack.callback(mac.stop)
 
 
 @pytest.fixture

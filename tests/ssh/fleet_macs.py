@@ -4,6 +4,7 @@ class from here, never from a conftest)."""
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +67,11 @@ class Mac:
         return "\n".join(lines) + "\n"
 
     def stop(self) -> None:
-        for host in self.hosts:
-            host.close()
-        self.chats.stop_all()
-        self.sshd.stop()
+        """Its hosts closed, its chats stopped, its sshd stopped, each even when one
+        before it raised (a failed test can leave a host whose close raises): the first
+        error is raised after all of them, and no sshd is left running."""
+        with ExitStack() as stack:  # its callbacks run last in, first out
+            stack.callback(self.sshd.stop)
+            stack.callback(self.chats.stop_all)
+            for host in self.hosts:
+                stack.callback(host.close)
