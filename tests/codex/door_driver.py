@@ -44,6 +44,7 @@ from real_driver import (  # noqa: E402
     driver_arguments,
     enter_namespace,
     exec_thread,
+    rollout_files,
     rollout_of,
     write_result,
 )
@@ -197,7 +198,7 @@ class World:
         return sum(1 for line in lines if f'"client_id":"{client_id}"' in line.replace(" ", ""))
 
     def rollouts(self) -> int:
-        return len(list(self.home.glob("**/rollout-*.jsonl*")))
+        return len(rollout_files(self.home))
 
     def todo_state(self, todo: int) -> str:
         todos = json.loads(self.coop("todo", "list", "--json")["out"])

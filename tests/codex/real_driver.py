@@ -168,8 +168,15 @@ def local_offset_hours() -> int:
     return 14 if datetime.now(UTC).hour >= 10 else -12
 
 
+def rollout_files(home: Path, pattern: str = "rollout-*.jsonl*") -> list[Path]:
+    """The rollouts under CODEX_HOME named by `pattern`, sought only where Codex keeps
+    them: the rest of its home (`.tmp/.staging/...`) comes and goes under a walk."""
+    folders = (home / "sessions", home / "archived_sessions")
+    return sorted(path for folder in folders for path in folder.glob(f"**/{pattern}"))
+
+
 def rollout_of(home: Path, thread_id: str) -> Path:
-    found = sorted(home.glob(f"**/rollout-*-{thread_id}.jsonl*"))
+    found = rollout_files(home, f"rollout-*-{thread_id}.jsonl*")
     if not found:
         raise RuntimeError(f"no rollout for {thread_id}")
     return found[0]
