@@ -9,9 +9,11 @@ has passed (a later entry, a pass counter, a probe that arrived after), then ass
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from pathlib import Path
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -38,3 +40,20 @@ def wait_until(
             stuck = f": {detail()}" if detail is not None else ""
             raise AssertionError(f"gave up after {timeout:g}s waiting for {what}{stuck}")
         time.sleep(interval)
+
+
+def whole_json(path: Path, what: str, timeout: float = HANG) -> dict[str, Any] | None:
+    """The JSON object in a file another process rewrites in place (truncate, then write,
+    as Claude Code does its registry entries): read again until it parses; None once the
+    file is gone."""
+
+    def parsed() -> tuple[dict[str, Any] | None] | None:
+        try:
+            value = json.loads(path.read_text())
+        except FileNotFoundError:
+            return (None,)
+        except ValueError:
+            return None
+        return (value,) if isinstance(value, dict) else None
+
+    return wait_until(parsed, what, timeout)[0]

@@ -107,15 +107,10 @@ class SimChat:
 
     def registry(self) -> dict[str, Any]:
         """The registry entry; a torn read (the chat rewrites in place) is retried."""
-
-        def read() -> dict[str, Any] | None:
-            try:
-                value = json.loads(self.registry_path.read_text())
-            except ValueError:
-                return None
-            return value if isinstance(value, dict) else None
-
-        return wait_until(read, WAIT_SECONDS, "a whole registry entry")
+        entry = waiting.whole_json(self.registry_path, "a whole registry entry", WAIT_SECONDS)
+        if entry is None:
+            raise FileNotFoundError(self.registry_path)
+        return entry
 
     def transcript(self) -> list[dict[str, Any]]:
         """The transcript's complete lines, parsed; [] while the file does not exist."""

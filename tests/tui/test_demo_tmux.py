@@ -8,18 +8,16 @@ folders with them.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from prerequisites import missing
-from waiting import wait_until
+from waiting import whole_json
 
 from coop_engine.loop.demo import coop_command
 
@@ -112,24 +110,10 @@ def socket_folders(temp: Path) -> set[Path]:
     beside this one has its own."""
     found: set[Path] = set()
     for entry in temp.glob("coop-demo-*/*/claude/sessions/*.json"):
-        socket = Path(whole_entry(entry).get("messagingSocketPath") or "/")
+        published = whole_json(entry, f"a whole registry entry in {entry}") or {}
+        socket = Path(published.get("messagingSocketPath") or "/")
         found |= {folder for folder in socket.parents if folder.parent == Path("/tmp")}
     return found
-
-
-def whole_entry(entry: Path) -> dict[str, Any]:
-    """A registry entry read again until it parses: its chat rewrites it in place
-    (truncate, then write), as Claude Code does; {} once it is gone."""
-
-    def parsed() -> tuple[dict[str, Any]] | None:
-        try:
-            return (json.loads(entry.read_text()),)
-        except FileNotFoundError:
-            return ({},)
-        except ValueError:
-            return None
-
-    return wait_until(parsed, f"a whole registry entry in {entry}")[0]
 
 
 def alive(pid: int) -> bool:

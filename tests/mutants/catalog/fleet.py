@@ -327,6 +327,29 @@ MUTANTS = (
         ),
     ),
     Mutant(
+        "fleet-mac-stop-ends-at-the-first-error",
+        "no process outlives its test: a test Mac stops its sshd even after a close raised",
+        "tests/ssh/fleet_macs.py",
+        "        with ExitStack() as stack:  # its callbacks run last in, first out\n"
+        "            stack.callback(self.sshd.stop)\n"
+        "            stack.callback(self.chats.stop_all)\n"
+        "            for host in self.hosts:\n"
+        "                stack.callback(host.close)\n",
+        "        for host in self.hosts:\n"
+        "            host.close()\n"
+        "        self.chats.stop_all()\n"
+        "        self.sshd.stop()\n",
+        ("tests/ssh/test_fleet_macs.py",),
+    ),
+    Mutant(
+        "torn-registry-entry-read-as-gone",
+        "a test reads what another process writes once it is whole: a torn entry is read again",
+        "tests/waiting.py",
+        "        except ValueError:\n            return None\n",
+        "        except ValueError:\n            return (None,)\n",
+        ("tests/test_waiting.py",),
+    ),
+    Mutant(
         "ssh-send-on-a-shut-connection-escapes",
         "a Mac whose connection is shut mid-request is unreachable, never a crash of Coop",
         SSH_HOST,
