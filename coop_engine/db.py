@@ -154,10 +154,31 @@ def _ready(db: Db) -> Db:
     try:
         db.connect(reuse_if_open=True)
         db.create_tables(TABLES, safe=True)
+        _grown(db)
     except BaseException:
         db.close()
         raise
     return db
+
+
+def _grown(db: pw.Database) -> None:
+    """A ledger made by an earlier Coop gains the columns added since: the ledger only
+    ever grows by nullable columns, so an older file opens as it is and keeps its rows."""
+    missing = []
+    for model in TABLES:
+        present = {column.name for column in db.get_columns(model._meta.table_name)}
+        missing += [
+            (model._meta.table_name, field)
+            for field in model._meta.sorted_fields
+            if field.null and field.column_name not in present
+        ]
+    if not missing:
+        return
+    from playhouse.migrate import SchemaMigrator, migrate
+
+    migrator = SchemaMigrator.from_database(db)
+    with db.atomic():
+        migrate(*(migrator.add_column(table, f.column_name, f) for table, f in missing))
 
 
 def _uri(path: Path, query: str) -> str:

@@ -6,10 +6,11 @@ from typing import Any
 
 from coop_engine.authority import AuthorityCommands
 from coop_engine.delivery import DeliveryCommands
-from coop_engine.errors import CoopError
+from coop_engine.errors import Conflict, CoopError
 from coop_engine.frame import fresh_key
+from coop_engine.identity import CHANGED, RESUMED, SEEN
 from coop_engine.invitations import InvitationCommands
-from coop_engine.models import Session, Setting, Todo
+from coop_engine.models import Outbox, Session, Setting, Todo
 from coop_engine.outcomes import OutcomeCommands
 from coop_engine.takes import TakeCommands
 
@@ -63,3 +64,67 @@ class Engine(
 
         args = {"session": session_id, "status": status}
         return self._command("record_status", fresh_key(f"status:{session_id}"), args, run)
+
+    def record_process(self, session_id: int, seen: dict[str, Any], how: str) -> dict[str, Any]:
+        """What the registry shows of a chat's process (`seen`: pid, birth, tmux,
+        native_id): first seen, its conversation changed in the same process, or resumed
+        in a new process in its pane. The chat stays one enrollment, at the same
+        generation: a new conversation becomes its `native_id`, the earlier one joins
+        its history, and each envelope being read in the earlier conversation's
+        transcript reads the new one from its start (its own offset kept as evidence)."""
+        if how not in (SEEN, CHANGED, RESUMED):
+            raise CoopError(f"not a way a chat's process is seen: {how}")
+
+        def run(now: float) -> dict[str, Any]:
+            session = self._session(session_id)
+            old, new = session.native_id, str(seen["native_id"])
+            changes: dict[str, Any] = {
+                "pid": seen["pid"],
+                "birth": seen["birth"],
+                "tmux": seen.get("tmux"),
+                "updated_at": now,
+            }
+            if seen.get("name"):
+                changes["name"] = seen["name"]
+            moved: list[str] = []
+            if new != old:
+                clash = Session.get_or_none(
+                    (Session.vendor == session.vendor)
+                    & (Session.host == session.host)
+                    & (Session.native_id == new)
+                )
+                if clash is not None:
+                    raise Conflict(
+                        f"{session.vendor}:{new} on {session.host} is enrollment {clash.id} "
+                        f"already; enrollment {session_id} keeps its conversation {old}"
+                    )
+                history = [*(session.conversations or []), {"id": old, "until": now, "how": how}]
+                changes.update(native_id=new, conversations=history)
+                moved = self._read_in(session_id, old, new, now)
+            Session.update(**changes).where(Session.id == session_id).execute()
+            evidence = {**seen, "how": how, "envelopes": moved}
+            if new != old:
+                evidence["said"] = f"conversation changed from {old} to {new}"
+            elif how == RESUMED:
+                evidence["said"] = f"resumed in a new process (pid {seen['pid']})"
+            self._event(now, "record_process", f"session:{session_id}", old, new, evidence)
+            return {"session": session_id, "native_id": new, "how": how, "moved": moved}
+
+        args = {"session": session_id, "seen": seen, "how": how}
+        return self._command("record_process", fresh_key(f"process:{session_id}"), args, run)
+
+    @staticmethod
+    def _read_in(session_id: int, old: str, new: str, now: float) -> list[str]:
+        """Move the envelopes being read in conversation `old` to the start of `new`."""
+        moved = []
+        for row in Outbox.select().where(
+            (Outbox.session == session_id) & Outbox.state.in_(["uncertain", "delivered"])
+        ):
+            reading = row.observed_in or (row.cursor or {}).get("native_session")
+            if reading == old:
+                moved.append(row.id)
+        if moved:
+            Outbox.update(observed_in=new, observed_offset=0, updated_at=now).where(
+                Outbox.id.in_(moved)
+            ).execute()
+        return moved

@@ -31,6 +31,11 @@ class Conflict(CoopError):
     """The ledger's state does not allow the command (a compare-and-set lost)."""
 
 
+class Ambiguous(NotFound):
+    """A reference that names several things: the line lists them. A usage error (exit
+    2): nothing was done, and giving more of the id fixes it."""
+
+
 class KeyReused(CoopError):
     """An idempotency key replayed with different arguments."""
 

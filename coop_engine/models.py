@@ -58,6 +58,14 @@ class Session(BaseModel):
     status = pw.TextField()  # idle, busy, waiting, shell, unknown, lost, exited
     name = pw.TextField(null=True)
     cwd = pw.TextField(null=True)  # description only, never identity
+    # A Claude chat is its process (pid and the start its registry entry records), with
+    # its tmux pane as a second key; `native_id` is its current conversation, which
+    # changes on /clear and resume, and `conversations` the earlier ones, oldest first:
+    # [{id, until, how}] (seed 002: "join on tmux, never on sessionId").
+    pid = pw.IntegerField(null=True)
+    birth = pw.TextField(null=True)
+    tmux = pw.TextField(null=True)
+    conversations = JSONField(null=True)
     adoption = JSONField(null=True)  # the latest search: per Mac, what it answered
     last_tried_at = pw.DoubleField(null=True)
     refused_until = pw.DoubleField(null=True)
@@ -128,6 +136,9 @@ class Outbox(BaseModel):
     acceptance = JSONField(null=True)
     cursor = JSONField(null=True)  # native session, host, transcript path, prediction
     observed_offset = pw.IntegerField(default=0)  # where the next transcript read starts
+    # The conversation whose transcript observed_offset is in, once the chat's changed
+    # since the send (None: the one the frame was sent to).
+    observed_in = pw.TextField(null=True)
     held = JSONField(null=True)  # the receiver's held notice, if one was seen
     expiry = JSONField(null=True)  # evidence of loss, with its reason
     conflict = pw.TextField(null=True)

@@ -335,11 +335,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parse(argv)
         handler = args.handler
     from coop_engine.cli.output import one_line
-    from coop_engine.errors import CoopError
+    from coop_engine.errors import Ambiguous, CoopError
     from hosts.mac.errors import HostsError
 
     try:
         return handler(args)
+    except Ambiguous as error:
+        print(f"coop: {one_line(str(error))}", file=sys.stderr)
+        return 2
     except (CoopError, HostsError) as error:
         print(f"coop: {one_line(str(error))}", file=sys.stderr)
         return 1

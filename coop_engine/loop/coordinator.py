@@ -11,7 +11,7 @@ from functools import partial
 
 from peewee import JOIN
 
-from coop_engine import pacing
+from coop_engine import identity, pacing
 from coop_engine.engine import Engine
 from coop_engine.errors import CoopError
 from coop_engine.loop.doors.claude import ClaudeDoor
@@ -250,18 +250,40 @@ class Coordinator:
                 self.log(f"obligation {obligation_id} overdue")
 
     def refresh_statuses(self, name: str) -> None:
-        """Each managed Claude chat's status on this Mac as its survey says (exited when
-        its entry is gone)."""
+        """Each managed Claude chat on this Mac as its survey saw it: which live process
+        it is (coop_engine/identity.py), what changed of that process or its
+        conversation, and its status (exited when no live process is it)."""
         view = self.views[name]
         managed = Session.select().where(
             (Session.mode == "managed") & (Session.vendor == "claude") & (Session.host == name)
         )
-        entries = view.live_entries()
+        live = view.live()
         for session in list(managed):
-            entry = entries.get(session.native_id)
-            status = "exited" if entry is None else str(entry.get("status") or "unknown")
+            found = identity.match(session, live)
+            if found is not None and found.how is not None:
+                self._record_process(name, session, found, found.how)
+            status = "exited" if found is None else str(found.entry.get("status") or "unknown")
             if status != session.status:
                 try:
                     self.engine.record_status(session.id, status)
                 except CoopError as refusal:
                     self._refused(session.ref, "record_status", refusal)
+
+    def _record_process(self, name: str, session: Session, found: identity.Match, how: str) -> None:
+        """Record what changed of a chat's process. Before its conversation changes, each
+        envelope read in the old transcript is read to that transcript's end, afresh;
+        from then on it is read in the new one (Engine.record_process)."""
+        drifted = found.process.native_id != session.native_id
+        if drifted:
+            door = ClaudeDoor(self.engine, self.views[name], self.log)
+            for row in self._observable(name):
+                if row.session_id == session.id:
+                    self._step(row, "observe", door.observe)
+        try:
+            self.engine.record_process(session.id, found.process.as_dict(), how)
+        except CoopError as refusal:
+            self._refused(session.ref, "record_process", refusal)
+            return
+        if drifted:
+            self.log(f"{session.ref} {how}: now {found.process.native_id}")
+            self.views[name].more = True  # read the new transcript at once

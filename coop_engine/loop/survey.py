@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 from coop_engine.formats import iso
+from coop_engine.naming import codeman, label
 from coop_engine.policy import inbound_policy
 from hosts.mac.host import Host, HostError
 from hosts.mac.native import NativeRefusal
@@ -169,6 +170,8 @@ def chat_row(chat: dict[str, Any]) -> dict[str, Any]:
         "tmux": chat["tmux"],
         "cwd": chat["cwd"],
         "vendor": "claude",
+        "label": label(chat["name"], chat["cwd"], chat["session_id"]),
+        "codeman": codeman(chat["tmux"]),
     }
 
 
@@ -190,6 +193,8 @@ def thread_row(host: str, thread: dict[str, Any]) -> dict[str, Any]:
         "tmux": None,
         "cwd": thread.get("cwd"),
         "vendor": "codex",
+        "label": label(thread["name"], thread.get("cwd"), thread["id"]),
+        "codeman": None,
     }
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from coop_engine import identity
 from hosts.mac.host import Host
 
 Reading = tuple[str, str, int, tuple[str, ...], Any]
@@ -75,18 +76,15 @@ class Surveyed(Host):
             if changes["threads"] is not None:
                 self.codex_list = changes["threads"]["threads"]
 
-    def live_entry(self, session_id: str) -> dict[str, Any] | None:
-        """The registry entry of the one live chat with this session id, as surveyed."""
-        live = [c for c in self.entries.values() if c["live"] and c["session_id"] == session_id]
-        return live[0]["entry"] if len(live) == 1 else None
+    def chat_entry(self, enrollment: Any) -> dict[str, Any] | None:
+        """The registry entry of the live process that is this enrollment's chat, as
+        surveyed (coop_engine/identity.py), or None."""
+        found = identity.match(enrollment, self.live())
+        return None if found is None else dict(found.entry)
 
-    def live_entries(self) -> dict[str, dict[str, Any]]:
-        """`live_entry` of every session id that has exactly one live chat."""
-        found: dict[str, list[dict[str, Any]]] = {}
-        for chat in self.entries.values():
-            if chat["live"]:
-                found.setdefault(chat["session_id"], []).append(chat["entry"])
-        return {session_id: live[0] for session_id, live in found.items() if len(live) == 1}
+    def live(self) -> list[dict[str, Any]]:
+        """The registry entries of the live chats, as surveyed."""
+        return [chat["entry"] for chat in self.entries.values() if chat["live"]]
 
     def call(self, op: str, **args: Any) -> Any:
         if op in SCANS.values():

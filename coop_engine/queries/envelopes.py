@@ -19,6 +19,7 @@ from coop_engine.models import (
     Session,
     database,
 )
+from coop_engine.naming import label
 from coop_engine.queries.listings import event
 
 OUTBOX_WINDOW = 300
@@ -62,6 +63,7 @@ def envelope(row: Outbox) -> dict[str, Any]:
         "todo": dispatch.todo_id if dispatch is not None else row.payload.get("todo"),
         "session": session.ref,
         "session_id": session.id,
+        "session_name": label(session.name, session.cwd, session.native_id),
         "host": session.host,
         "generation": row.generation,
         "dispatch": dispatch.id if dispatch is not None else None,

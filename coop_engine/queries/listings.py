@@ -6,6 +6,7 @@ from typing import Any
 
 from coop_engine.formats import iso
 from coop_engine.models import Binding, Dispatch, Event, Notification, Obligation, Session, Todo
+from coop_engine.naming import codeman, label
 from coop_engine.queries.status import place
 
 
@@ -21,10 +22,21 @@ def session(row: Session) -> dict[str, Any]:
         "status": row.status,
         "generation": row.generation,
         "name": row.name,
+        "label": label(row.name, row.cwd, row.native_id),
         "cwd": row.cwd,
         "adoption": row.adoption,
         "refused_until": iso(row.refused_until),
+        "pid": row.pid,
+        "tmux": row.tmux,
+        "codeman": codeman(row.tmux),
+        "previous_ids": previous_ids(row),
+        "conversations": row.conversations or [],
     }
+
+
+def previous_ids(row: Session) -> list[str]:
+    """The conversations the chat had before its current one, oldest first."""
+    return [str(earlier["id"]) for earlier in row.conversations or []]
 
 
 def sessions() -> list[dict[str, Any]]:

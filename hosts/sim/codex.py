@@ -7,6 +7,8 @@ One run does one thing, then prints one JSON line saying what it wrote:
   ``state_5.sqlite`` row, and a ``session_index.jsonl`` line when ``--name`` is given;
 - change an existing thread (``--thread-id`` of one): more turns, a new name;
 - ``--archive ID``: move the rollout flat into ``archived_sessions/``, flag the row;
+- ``--unarchive ID``: move it back to the dated folder its name gives, clear the flag
+  (the real `codex unarchive`);
 - ``--compress ID``: replace ``X.jsonl`` by ``X.jsonl.zst`` (same mtime), leaving the
   row's ``rollout_path`` on the old name, as the real CLI's compression does.
 
@@ -44,6 +46,8 @@ from hosts.sim.codex_rollout import (
 
 # Any id the file name can carry: tests make bad ids on purpose, never path separators.
 SAFE_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z-]*")
+# rollout-<local YYYY-MM-DD>T<hh-mm-ss>-<id>.jsonl: its dated folder is in its name.
+ROLLOUT_DATE = re.compile(r"rollout-(\d{4})-(\d{2})-(\d{2})T")
 ZSTD_MAGIC = 0xFD2FB528
 ZSTD_BLOCK = 128 * 1024  # the largest block a frame may hold
 
@@ -146,6 +150,27 @@ def archive(home: Path, thread_id: str, now: float, no_state: bool) -> dict[str,
     return _report("archived", home, thread_id, target, None, 0, db, False)
 
 
+def unarchive(home: Path, thread_id: str, now: float, no_state: bool) -> dict[str, Any]:
+    """Move an archived rollout back to the dated folder its file name gives (the real
+    `codex unarchive` does), and clear its state row's flag."""
+    path = _existing(home, thread_id)
+    dated = ROLLOUT_DATE.match(path.name)
+    if path.parent.name != "archived_sessions" or dated is None:
+        raise UsageError(f"thread {thread_id} is not archived")
+    target = home / "sessions" / dated[1] / dated[2] / dated[3] / path.name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(path, target)
+    db = None
+    if _has_state(home, no_state):
+        conn = state.connect(home)
+        try:
+            state.set_unarchived(conn, thread_id, str(target))
+        finally:
+            conn.close()
+        db = str(home / state.STATE_DB)
+    return _report("unarchived", home, thread_id, target, None, 0, db, False)
+
+
 def compress(home: Path, thread_id: str) -> dict[str, Any]:
     """``X.jsonl`` becomes ``X.jsonl.zst`` (a real zstd frame) with the same mtime."""
     path = _existing(home, thread_id)
@@ -223,6 +248,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--client", choices=sorted(CLIENTS), default="tui")
     parser.add_argument("--archive", metavar="ID", help="archive this thread, nothing else")
+    parser.add_argument("--unarchive", metavar="ID", help="bring an archived thread back")
     parser.add_argument("--compress", metavar="ID", help="compress this thread's rollout")
     parser.add_argument("--now", type=float, help="the clock, unix seconds (default: now)")
     parser.add_argument("--no-state", action="store_true", help="keep no state_5.sqlite")
@@ -234,10 +260,10 @@ def run(argv: list[str]) -> dict[str, Any]:
     args = _parser().parse_args(argv)
     home: Path = args.codex_home.expanduser().absolute()
     now = time.time() if args.now is None else args.now
-    single = [flag for flag in ("archive", "compress") if getattr(args, flag)]
+    single = [flag for flag in ("archive", "unarchive", "compress") if getattr(args, flag)]
     if single and (len(single) > 1 or args.thread_id or args.name or args.turns):
         raise UsageError(f"--{single[0]} ID is an action of its own")
-    for value in (args.thread_id, args.archive, args.compress):
+    for value in (args.thread_id, args.archive, args.unarchive, args.compress):
         if value is not None and not SAFE_ID.fullmatch(value):
             raise UsageError(f"a thread id is letters, digits and '-', not {value!r}")
     if args.turns is not None and args.turns < 0:
@@ -245,6 +271,8 @@ def run(argv: list[str]) -> dict[str, Any]:
     home.mkdir(parents=True, exist_ok=True)
     if args.archive:
         return archive(home, args.archive, now, args.no_state)
+    if args.unarchive:
+        return unarchive(home, args.unarchive, now, args.no_state)
     if args.compress:
         return compress(home, args.compress)
     existing = find_rollout(home, args.thread_id) if args.thread_id else None

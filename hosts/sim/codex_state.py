@@ -130,6 +130,15 @@ def set_archived(conn: sqlite3.Connection, thread_id: str, path: str, now: float
         )
 
 
+def set_unarchived(conn: sqlite3.Connection, thread_id: str, path: str) -> None:
+    """An unarchive: the flag cleared, the rollout's path back in its dated folder."""
+    with transaction(conn):
+        conn.execute(
+            "UPDATE threads SET archived = 0, archived_at = NULL, rollout_path = ? WHERE id = ?",
+            (path, thread_id),
+        )
+
+
 class transaction:
     """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on error) on an autocommit link."""
 

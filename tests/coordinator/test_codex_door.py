@@ -292,3 +292,25 @@ def test_an_invitation_finds_the_saved_thread_its_name_and_refuses_an_archived_o
     assert (where["host"], where["entry"]["name"]) == ("laptop", "importer")
     with pytest.raises(Conflict, match="is archived on studio"):
         locate_thread(macs, archived, f"codex:{archived}")
+
+
+def test_a_thread_whose_rollout_moves_is_the_same_thread_and_its_receipt_is_read(
+    office: Office,
+) -> None:
+    """A thread is its thread id: archived (its rollout moves flat into
+    archived_sessions/) and re-opened (back to its dated folder) while an envelope waits
+    in its queue, it is still the thread the envelope went to, and the receipt the
+    rollout gains after the moves is the envelope's, with no conflict."""
+    thread, outbox_id, _ = invite(office)
+    tick_until(office, outbox_id, lambda r: r.transport_at is not None)
+    archived = office.codex_thread("office", "--archive", thread)
+    assert archived["archived"] is True
+    office.coordinator.tick()
+    unarchived = office.codex_thread("office", "--unarchive", thread)
+    assert unarchived["archived"] is False and "/sessions/" in unarchived["rollout_path"]
+    office.coordinator.tick()
+    office.holder("office", thread)
+    row = tick_until(office, outbox_id, lambda r: r.accepted_at is not None)
+    assert row.receipt["shape"] == "client-id" and row.conflict is None
+    assert row.receipt["rollout"] == unarchived["rollout_path"]
+    assert Outbox.select().where(Outbox.kind == "invitation").count() == 1

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coop_engine import pacing, receipts
+from coop_engine import identity, pacing, receipts
 from coop_engine.errors import Conflict
 from coop_engine.loop.doors.door import Door
 from coop_engine.models import Dispatch, Outbox
@@ -86,7 +86,7 @@ class ClaudeDoor(Door):
             needles.append(f"{nonce}")
         return {
             "id": row.id,
-            "session_id": row.session.native_id,
+            "session_id": read_in(row),
             "offset": row.observed_offset,
             "inode": (row.cursor or {}).get("inode"),
             "needles": needles,
@@ -168,7 +168,7 @@ class ClaudeDoor(Door):
             if said is None or receipts.answer_in(said, nonce) is None:
                 continue
             try:
-                turn = self.host.transcript_read(row.session.native_id, offset, TURN_READ_BYTES)
+                turn = self.host.transcript_read(read_in(row), offset, TURN_READ_BYTES)
             except (NativeRefusal, HostError) as error:
                 self.log(f"{row.id[:8]} answer not read: {error}")
                 return offset  # read this candidate again on the next pass
@@ -208,12 +208,19 @@ class ClaudeDoor(Door):
         cursor = row.cursor or {}
 
         def status() -> str | None:
-            entry = self.host.live_entry(native_id)  # as this pass's survey read it
+            entry = self.host.chat_entry(row.session)  # its process, as this pass's survey read it
             return None if entry is None else entry.get("status")
 
         def mentions() -> bool:
-            fresh = self.host.transcript_scan(native_id, int(cursor.get("offset") or 0), [row.id])
-            return bool(fresh["lines"])
+            # Every transcript the chat has written since the send: the one it was sent
+            # into from the send's offset, each later conversation's from its start.
+            sent_into = cursor.get("native_session")
+            offset = int(cursor.get("offset") or 0)
+            for conversation in identity.conversations_since(row.session, sent_into):
+                if self.host.transcript_scan(conversation, offset, [row.id])["lines"]:
+                    return True
+                offset = 0
+            return False
 
         try:
             reason = delivery_verdict(
@@ -244,3 +251,9 @@ class ClaudeDoor(Door):
             evidence["held"] = row.held  # the receiver's words decided, not the prediction
         self.engine.expire(row.id, evidence)
         self.log(f"{row.id[:8]} {row.kind} expired: {reason}")
+
+
+def read_in(row: Outbox) -> str:
+    """The conversation whose transcript the envelope's reading is in: the one it was sent
+    into until the chat's conversation changed since (Engine.record_process)."""
+    return str(row.observed_in or (row.cursor or {}).get("native_session") or row.session.native_id)
