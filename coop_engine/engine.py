@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from coop_engine import frame_text
 from coop_engine.authority import AuthorityCommands
 from coop_engine.delivery import DeliveryCommands
 from coop_engine.errors import Conflict, CoopError
@@ -25,10 +26,11 @@ class Engine(
     def add_todo(
         self, title: str, body: str = "", project: str | None = None, *, key: str | None = None
     ) -> dict[str, Any]:
-        """A new open todo; its id is the next integer."""
-        title = title.strip()
-        if not title:
+        """A new open todo; its id is the next integer. Its title and body are checked
+        at the door (frame_text): they are sent on to chats."""
+        if not title.strip():
             raise CoopError("A todo needs a title")
+        title, body = frame_text.title(title), frame_text.body(body)
 
         def run(now: float) -> dict[str, Any]:
             todo = Todo.create(title=title, body=body, project=project, created_at=now)

@@ -31,9 +31,14 @@ class Conflict(CoopError):
     """The ledger's state does not allow the command (a compare-and-set lost)."""
 
 
-class Ambiguous(NotFound):
-    """A reference that names several things: the line lists them. A usage error (exit
-    2): nothing was done, and giving more of the id fixes it."""
+class BadInput(CoopError):
+    """Input no command could take as it is (a title holding an escape, a reference
+    naming several chats): a usage error, exit 2, and nothing recorded."""
+
+
+class Ambiguous(NotFound, BadInput):
+    """A reference that names several things: the line lists them; giving more of the
+    id fixes it."""
 
 
 class KeyReused(CoopError):

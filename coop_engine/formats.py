@@ -14,7 +14,10 @@ TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` sta
 if TYPE_CHECKING:
     from typing import Any
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# What steers a terminal instead of showing: C0, DEL, C1, and the bidi controls
+# (embeddings, overrides, isolates, marks: an override reorders the rest of the line).
+STEERING = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_KEPT = "\t\n"
 _BREAKS = str.maketrans({"\n": " ", "\r": " ", "\t": " "})
 EXCERPT_WIDTH = 160
 
@@ -28,10 +31,18 @@ def iso(at: float | None, timespec: str = "milliseconds") -> str | None:
     return datetime.fromtimestamp(at, UTC).isoformat(timespec=timespec).replace("+00:00", "Z")
 
 
+def _escape(found: re.Match[str]) -> str:
+    char = found.group()
+    if char in _KEPT:
+        return char
+    return f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
+
+
 def printable(text: str) -> str:
     """Untrusted text, safe for a terminal: control characters (an escape sequence a
-    chat or an id carried) shown as `\\xNN`, never sent; line breaks and tabs kept."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    chat or an id carried) shown as `\\x1b`, bidi controls as `\\u202e`, never sent;
+    line breaks and tabs kept."""
+    return STEERING.sub(_escape, text)
 
 
 def one_line(text: str) -> str:

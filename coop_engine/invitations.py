@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from coop_engine import prompts
+from coop_engine import frame_text, prompts
 from coop_engine.dispatching import (
     MANAGED_OUTCOME_DUE,
     DispatchCommands,
@@ -35,6 +35,9 @@ class InvitationCommands(DispatchCommands):
             todo = self._todo(todo_id)
             if todo.state not in ("open", "invited"):
                 raise Conflict(f"Todo #{todo_id} is {todo.state}; it cannot be offered")
+            # A ledger older than the door's check may hold what no frame may carry.
+            frame_text.title(todo.title)
+            frame_text.body(todo.body)
             session = self._managed_session(now, vendor, native_id, host, name, cwd)
             nonce = new_nonce()
             dispatch = Dispatch.create(

@@ -27,15 +27,15 @@ _CODEMAN = re.compile(r"codeman-(?:(dkr|ssh)-)?([0-9a-f]{8})(?=[:.]|$)")
 CODEMAN_KINDS = {None: "local", "dkr": "docker", "ssh": "ssh"}
 
 
-def label(name: str | None, cwd: str | None, native_id: str | None = None) -> str:
+def label(name: object, cwd: object, native_id: object = None) -> str:
     """What a chat is called: its name, else the last part of its folder, else the start
-    of its id."""
-    if name:
+    of its id. Whatever a registry holds there (a number, a list), the answer is text."""
+    if isinstance(name, str) and name:
         return name
-    folder = (cwd or "").rstrip("/").rsplit("/", 1)[-1]
+    folder = cwd.rstrip("/").rsplit("/", 1)[-1] if isinstance(cwd, str) else ""
     if folder:
         return folder
-    return (native_id or "")[:SHORT_ID] or "-"
+    return (native_id if isinstance(native_id, str) else "")[:SHORT_ID] or "-"
 
 
 def short_ids(ids: Iterable[str], minimum: int = SHORT_ID) -> dict[str, str]:
@@ -65,11 +65,11 @@ def _common(a: str, b: str) -> int:
     return size
 
 
-def codeman(tmux: str | None) -> dict[str, str] | None:
+def codeman(tmux: object) -> dict[str, str] | None:
     """The Codeman session a chat's tmux pane names (`codeman-<id8>`, Codeman's own
     workers), or None. Docker (`codeman-dkr-`) and remote (`codeman-ssh-`) workers are
     told apart: they live in another registry than the one that listed the pane."""
-    if not tmux:
+    if not isinstance(tmux, str):
         return None
     found = _CODEMAN.match(tmux)
     if found is None:

@@ -335,12 +335,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parse(argv)
         handler = args.handler
     from coop_engine.cli.output import one_line
-    from coop_engine.errors import Ambiguous, CoopError
+    from coop_engine.errors import BadInput, CoopError
     from hosts.mac.errors import HostsError
 
     try:
         return handler(args)
-    except Ambiguous as error:
+    except BadInput as error:
         print(f"coop: {one_line(str(error))}", file=sys.stderr)
         return 2
     except (CoopError, HostsError) as error:

@@ -27,6 +27,7 @@ def test_a_label_is_the_name_else_the_folder_else_the_id() -> None:
     assert label("reviewer-7", "/work/api", CLAUDE) == "reviewer-7"
     assert label(None, "/work/api/", CLAUDE) == "api"
     assert label("", None, CLAUDE) == "abcd1111"
+    assert label(7, ["/x"], None) == "-"  # whatever a registry holds, a label is text
 
 
 def test_short_ids_are_eight_characters_where_those_differ() -> None:
@@ -101,4 +102,5 @@ def test_codeman_panes_join_their_session_and_foreign_workers_are_told_apart() -
     assert codeman("codeman-ssh-cfb1b544:@1.%1")["registry"] == "another"  # type: ignore[index]
     assert codeman("work:@1.%2") is None
     assert codeman(None) is None  # entries older than 2.1.226 carry no tmux
+    assert codeman(42) is None
     assert codeman("codeman-cfb1b544x:@1.%1") is None

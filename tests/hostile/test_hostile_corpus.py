@@ -132,7 +132,7 @@ CORPUS: dict[str, list[tuple[str, str]]] = {
     "frames: shell metacharacters, newlines, 100 KB bodies": [
         (
             HERE + "test_hostile_frames.py",
-            "test_metacharacters_newlines_and_a_100_kb_body_reach_the_chat_as_one_exact_line",
+            "test_metacharacters_newlines_and_a_64_kib_body_reach_the_chat_as_one_exact_line",
         )
     ],
     "ids: shell metacharacters, newlines, 100 KB, paths, in every id the CLI takes": [

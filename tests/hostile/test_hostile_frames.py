@@ -1,4 +1,4 @@
-"""Hostile frames and ids: shell metacharacters, newlines and 100 KB bodies in todos,
+"""Hostile frames and ids: shell metacharacters, newlines and 64 KiB bodies in todos,
 and in every id the CLI takes. A body reaches the chat as exactly one line carrying
 exactly the text; an id that names nothing is one clear line on stderr; no shell ever
 sees any of it.
@@ -20,8 +20,10 @@ from hosts.sim.launch import SimFleet
 
 CANARY = Path("/tmp/coop-hostile-canary")
 SHELL = f"$(touch {CANARY}); `touch {CANARY}` | rm -rf / ; echo 'x' \"y\" > /dev/null & \\ *"
-TITLE = f"Fix it {SHELL}\nsecond line\r\n\ttab \u2028 \u0085 ✓ \U0001f600"
-BODY = ("A long body. " + SHELL + "\n") * (100_000 // (len(SHELL) + 14))
+# A title is one line without controls, a body at most 64 KiB (coop_engine/frame_text.py,
+# tested in tests/engine/test_frame_text.py); within that, anything reaches the chat.
+TITLE = f"Fix it {SHELL} ✓ \U0001f600 ناصر"
+BODY = ("A long body.\t" + SHELL + "\n") * (64_000 // (len(SHELL) + 14))
 
 
 def outbox(run_coop: Any, env: dict[str, str]) -> list[dict[str, Any]]:
@@ -31,13 +33,13 @@ def outbox(run_coop: Any, env: dict[str, str]) -> list[dict[str, Any]]:
     return rows
 
 
-def test_metacharacters_newlines_and_a_100_kb_body_reach_the_chat_as_one_exact_line(
+def test_metacharacters_newlines_and_a_64_kib_body_reach_the_chat_as_one_exact_line(
     sims: SimFleet, run_coop: Any
 ) -> None:
     CANARY.unlink(missing_ok=True)
     chat = sims.start("--think", "0.02")
     env = env_for(sims.config_dir)
-    assert len(BODY.encode()) > 99_000
+    assert 60_000 < len(BODY) <= 64 * 1024
     shown_cleanly(run_coop("todo", "add", TITLE, "--body", BODY, env=env), (0,))
     shown_cleanly(run_coop("invite", "1", "--session", chat.ref, env=env), (0,))
 
