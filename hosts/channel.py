@@ -18,7 +18,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 
-from hosts import bundle
+from hosts import bundle, shapes
 from hosts.mac.host import OPERATIONS, Host, HostError
 from hosts.mac.native import NativeRefusal
 
@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 PROTOCOL = 1
 DEFAULT_TIMEOUT = 10.0
 ERROR_TAIL = 4096
+# The largest answer a helper gives is a transcript read of 8 MiB or a tail of 16 MiB,
+# JSON-escaped; a line longer than this is a Mac that cannot be trusted, not an answer.
+LONGEST_ANSWER = 64 << 20
 # Errors the helper raised that mean the caller asked wrongly, as LocalHost raises them.
 CALLER_ERRORS: dict[str, type[Exception]] = {"ValueError": ValueError, "TypeError": TypeError}
 
@@ -168,14 +171,26 @@ class HelperClient:
         if reply.get("id") != request_id:
             self._drop(broken=True)
             raise HostError(self.name, f"helper answered request {reply.get('id')}, not {op}")
-        if reply.get("ok"):
-            return reply.get("result")
-        raise self._failure(op, reply.get("error") or {})
+        if reply.get("ok") is True:
+            try:
+                return shapes.check(op, reply.get("result"))
+            except shapes.Malformed as wrong:
+                self._drop(broken=True)
+                raise HostError(
+                    self.name, f"helper's answer to {op} is malformed: {wrong}"
+                ) from None
+        error = reply.get("error")
+        raise self._failure(op, error if isinstance(error, dict) else {})
 
     def _read_reply(self, stream: Stream, op: str, starting: bool, budget: float) -> dict[str, Any]:
         deadline = time.monotonic() + budget
         while True:
             while b"\n" not in self._buffer:
+                if len(self._buffer) > LONGEST_ANSWER:
+                    self._drop(broken=True)
+                    raise HostError(
+                        self.name, f"helper's answer to {op} exceeded {LONGEST_ANSWER >> 20} MiB"
+                    )
                 self._buffer += self._receive(stream, op, starting, deadline, budget)
             raw, _, self._buffer = self._buffer.partition(b"\n")
             try:

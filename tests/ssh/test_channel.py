@@ -28,6 +28,7 @@ class MemoryStream(Stream):
         self.out = before
         self.closed: list[bool] = []
         self.dead = False
+        self.flooding = False  # an answer line that never ends
         self.requests: list[dict] = []
 
     def send(self, data: bytes, timeout: float) -> None:
@@ -43,10 +44,21 @@ class MemoryStream(Stream):
                 self.dead = True
             elif action == "garbage":
                 self.out += b"Traceback? no: this is not JSON\n"
+            elif action == "flood":
+                self.flooding = True
+            elif action == "deep":
+                self.out += b'{"id": %d, "ok": true, "result": ' % request["id"]
+                self.out += b"[" * 200_000 + b"]" * 200_000 + b"}\n"
+            elif action == "misshapen":
+                chats = [{"session_id": "x", "pid": "12", "live": True, "entry": {}}]
+                answer = {"id": request["id"], "ok": True, "result": {"chats": chats}}
+                self.out += json.dumps(answer).encode() + b"\n"
             elif action != "hang":
                 self.out += self.helper.respond(raw)
 
     def recv(self, timeout: float) -> bytes:
+        if self.flooding:
+            return b"x" * (1 << 20)
         if self.out:
             chunk, self.out = self.out[:7], self.out[7:]  # answers arrive in pieces
             return chunk
@@ -125,6 +137,28 @@ def test_something_other_than_an_answer_ends_the_helper() -> None:
     with pytest.raises(HostError, match="helper sent something that is not an answer"):
         client.call("chats", {})
     assert opener.streams[0].closed == [True]
+
+
+@pytest.mark.parametrize(
+    ("action", "said"),
+    [
+        ("flood", "helper's answer to chats exceeded 64 MiB"),
+        ("deep", "helper sent something that is not an answer"),
+        ("misshapen", "helper's answer to chats is malformed: chats.chats[0].pid is str, not int"),
+    ],
+)
+def test_a_hostile_answer_is_one_host_error_and_the_helper_is_ended(action: str, said: str) -> None:
+    """A Mac that floods, nests without end or answers the wrong shape is unreachable
+    with one reason; the next request starts a fresh helper."""
+    opener = Opener({"chats": action})
+    client = HelperClient("laptop", opener, timeout=5)
+    with pytest.raises(HostError) as failed:
+        client.call("chats", {})
+    assert failed.value.cause.startswith(said), failed.value.cause
+    assert opener.streams[0].closed == [True]
+    opener.script.clear()
+    assert client.call("chats", {})["chats"] == []
+    assert len(opener.streams) == 2
 
 
 def test_lines_a_login_shell_prints_before_the_helper_starts_are_skipped() -> None:
