@@ -107,3 +107,12 @@ def match(enrollment: Any, entries: Sequence[Mapping[str, Any]]) -> Match | None
     if len(resumed) == 1:
         return Match(resumed[0][0], resumed[0][1], RESUMED)
     return None
+
+
+def settling(enrollment: Any, entries: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether a chat starting in the enrollment's pane (a live entry with no status
+    yet) may be it: `claude --continue` names a fresh id for a moment before the one it
+    continues (tests/real_claude/OBSERVED.md 12), so the enrollment waits for the next
+    reading rather than being called exited."""
+    pane = getattr(enrollment, "tmux", None)
+    return bool(pane) and any(e.get("tmux") == pane and "status" not in e for e in entries)

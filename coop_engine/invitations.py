@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from coop_engine import frame_text, prompts
+from coop_engine import frame_text, identity, prompts
 from coop_engine.dispatching import (
     MANAGED_OUTCOME_DUE,
     DispatchCommands,
@@ -26,9 +26,13 @@ class InvitationCommands(DispatchCommands):
         *,
         name: str | None = None,
         cwd: str | None = None,
+        entry: dict[str, Any] | None = None,
         key: str | None = None,
     ) -> dict[str, Any]:
-        """A dispatch `invited` with a fresh nonce, and its invitation envelope."""
+        """A dispatch `invited` with a fresh nonce, and its invitation envelope. `entry`,
+        the chat's registry entry where the caller read one, pins the chat's process at
+        once (coop_engine/identity.py), so a conversation that changes before the first
+        pass is still this chat's."""
         vendor, native_id = parse_session_ref(session_ref)
 
         def run(now: float) -> dict[str, Any]:
@@ -39,6 +43,11 @@ class InvitationCommands(DispatchCommands):
             frame_text.title(todo.title)
             frame_text.body(todo.body)
             session = self._managed_session(now, vendor, native_id, host, name, cwd)
+            seen = identity.process(entry) if entry is not None else None
+            if seen is not None and session.pid is None and seen.native_id == native_id:
+                Session.update(pid=seen.pid, birth=seen.birth, tmux=seen.tmux).where(
+                    Session.id == session.id
+                ).execute()
             nonce = new_nonce()
             dispatch = Dispatch.create(
                 todo=todo,

@@ -260,6 +260,8 @@ class Coordinator:
         live = view.live()
         for session in list(managed):
             found = identity.match(session, live)
+            if found is None and identity.settling(session, live):
+                continue
             if found is not None and found.how is not None:
                 self._record_process(name, session, found, found.how)
             status = "exited" if found is None else str(found.entry.get("status") or "unknown")

@@ -4,7 +4,9 @@ Order, as the real chat does it: the inbox first, then the registry entry naming
 (no status yet), then the entry again with ``status``. Only then the one ready line on
 stdout. SIGTERM/SIGINT/SIGHUP remove the entry, its key and the
 socket; SIGKILL leaves them, like a crashed chat. SIGUSR1 is the user pressing Deliver
-on held messages; SIGUSR2 is the user typing a prompt that runs tool calls.
+on held messages; SIGUSR2 is the user typing a prompt that runs tool calls. With
+``--typed``, each line on stdin is what the user types: ``/clear`` starts a new
+conversation in the same process.
 """
 
 from __future__ import annotations
@@ -100,6 +102,28 @@ def _registry_fields(opts: ChatOptions, cwd: str) -> dict[str, Any]:
     return fields
 
 
+def _read_typed(loop: asyncio.AbstractEventLoop, chat: Chat) -> None:
+    """Take each line on stdin as the user's typing; stdin's end stops the reading."""
+    typed = sys.stdin.buffer
+    pending = bytearray()
+
+    def readable() -> None:
+        chunk = os.read(typed.fileno(), 4096)
+        if not chunk:
+            loop.remove_reader(typed.fileno())
+            return
+        pending.extend(chunk)
+        while b"\n" in pending:
+            line, _, rest = bytes(pending).partition(b"\n")
+            pending[:] = rest
+            if line.strip() == b"/clear":
+                chat.type_clear()
+            else:
+                note(f"typed {line[:40]!r}: only /clear is understood")
+
+    loop.add_reader(typed.fileno(), readable)
+
+
 async def _run(opts: ChatOptions) -> int:
     os.chdir(opts.cwd)
     cwd = os.getcwd()  # resolved, as the real chat reports it
@@ -114,6 +138,8 @@ async def _run(opts: ChatOptions) -> int:
         loop.add_signal_handler(sig, stop.set)
     loop.add_signal_handler(signal.SIGUSR1, chat.deliver_held)
     loop.add_signal_handler(signal.SIGUSR2, chat.start_busy_turn)
+    if opts.typed:
+        _read_typed(loop, chat)
     try:
         await inbox.start()
         registry.publish()

@@ -16,7 +16,7 @@ import os
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +60,13 @@ class CommandTurn:
 
 
 @dataclass
+class ClearCommand:
+    """The human typed /clear while a turn ran: queued, it runs once the turn ends."""
+
+    dequeued: bool = False
+
+
+@dataclass
 class Held:
     """A frame parked behind the approval dialog, or by a settings file's hold."""
 
@@ -89,7 +96,8 @@ class Chat:
         self.mode = mode
         self.note = note
         self.admission = Admission(opts.time_scale)
-        self._queue: deque[PeerItem | HumanTurn | CommandTurn] = deque()
+        self.session_id = opts.session_id  # the current conversation: /clear changes it
+        self._queue: deque[PeerItem | HumanTurn | CommandTurn | ClearCommand] = deque()
         self._held: list[Held] = []
         self._running = False
         self._wake = asyncio.Event()
@@ -119,7 +127,7 @@ class Chat:
     def receive(self, frame: Frame) -> None:
         """Judge one well-formed frame: drop, hold, or accept it."""
         tag = _tag(frame)
-        if frame.session_id != self.opts.session_id:
+        if frame.session_id != self.session_id:
             self.note(f"{tag}: dropped: session_id is not this chat's")
             return
         verdict = judge(load_layers(self.opts), self.mode, time_scale=self.opts.time_scale)
@@ -219,6 +227,24 @@ class Chat:
         self._wake.set()
         self.refresh_status()
 
+    def type_clear(self) -> None:
+        """The human typed /clear: a new conversation in the same process, with the same
+        inbox (tests/real_claude/OBSERVED.md 12). While a turn runs it is queued
+        (`enqueue` in the old file), and frames keep joining that turn meanwhile."""
+        if not self._running and not self._queue:
+            self._clear()
+            return
+        self.transcript.queue_operation("enqueue", content="/clear")
+        self._queue.append(ClearCommand())
+        self._wake.set()
+
+    def _clear(self) -> None:
+        before = self.session_id
+        self.session_id = str(uuid.uuid4())
+        self.transcript = self.transcript.cleared(self.session_id)
+        self.registry.update(sessionId=self.session_id)
+        self.note(f"cleared: conversation {before} is now {self.session_id}")
+
     # --- turns --------------------------------------------------------------------------
 
     async def run(self) -> None:
@@ -243,21 +269,29 @@ class Chat:
             await self._peer_turn(self._take_peers())
             return
         item = self._queue.popleft()
-        if isinstance(item, CommandTurn):
+        if isinstance(item, ClearCommand):
+            self._dequeue([item])
+            self._clear()
+        elif isinstance(item, CommandTurn):
             await self._command_turn(item.command)
         else:
             await self._tool_turn()
 
     def _take_peers(self) -> list[PeerItem]:
-        """Every peer message at the head of the queue: they start one turn together."""
+        """Every peer message at the head of the queue, and those behind a /clear queued
+        among them: they start one turn together, before the /clear runs (as measured)."""
         batch: list[PeerItem] = []
-        while self._queue and isinstance(self._queue[0], PeerItem):
+        rest: deque[PeerItem | HumanTurn | CommandTurn | ClearCommand] = deque()
+        while self._queue and isinstance(self._queue[0], (PeerItem, ClearCommand)):
             item = self._queue.popleft()
-            assert isinstance(item, PeerItem)
-            batch.append(item)
+            if isinstance(item, PeerItem):
+                batch.append(item)
+            else:
+                rest.append(item)
+        self._queue = rest + self._queue
         return batch
 
-    def _dequeue(self, items: list[PeerItem]) -> None:
+    def _dequeue(self, items: Sequence[PeerItem | ClearCommand]) -> None:
         for item in items:
             if not item.dequeued:
                 self.transcript.queue_operation("dequeue")
@@ -388,9 +422,9 @@ class Chat:
     def _final(self, text: str, started: float, messages: int) -> None:
         """The turn's final and its turn_duration. Peer messages queued meanwhile are
         dequeued first: the real chat writes their dequeue before the final."""
-        leading: list[PeerItem] = []
+        leading: list[PeerItem | ClearCommand] = []
         for item in self._queue:
-            if not isinstance(item, PeerItem):
+            if not isinstance(item, (PeerItem, ClearCommand)):
                 break
             leading.append(item)
         self._dequeue(leading)

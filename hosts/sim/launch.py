@@ -55,6 +55,12 @@ class SimChat:
     def transcript(self) -> Path:
         return Path(self.ready["transcript"])
 
+    def type(self, line: str) -> None:
+        """Type a line into the chat, as its user would (`/clear`)."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+
     def entry(self) -> dict[str, Any]:
         """Its registry entry, read again while the chat is rewriting it."""
         for _ in range(50):
@@ -129,11 +135,13 @@ class SimFleet:
             str(self.socket_dir),
             "--frame-log",
             str(frame_log),
+            "--typed",
             *args,
         ]
         process = subprocess.Popen(
             command,
             cwd=ROOT,
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=stderr,
             text=True,

@@ -61,6 +61,7 @@ class ChatOptions:
     history: bool
     time_scale: float
     run: tuple[str, ...] = ()
+    typed: bool = False  # lines on stdin are what the human types (`/clear`)
 
     @property
     def socket_path(self) -> Path:
@@ -125,6 +126,7 @@ def _parser() -> _Parser:
     )
     p.add_argument("--think", type=float, default=0.2)
     p.add_argument("--history", action="store_true")
+    p.add_argument("--typed", action="store_true")
     p.add_argument("--run", action="append", default=[])
     return p
 
@@ -213,6 +215,7 @@ def parse(argv: list[str]) -> tuple[ChatOptions, argparse.Namespace]:
         tool_gate=ns.tool_gate,
         think=_non_negative("think", ns.think),
         history=ns.history,
+        typed=ns.typed,
         time_scale=_time_scale(),
         run=tuple(ns.run),
     )

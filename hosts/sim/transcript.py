@@ -256,6 +256,33 @@ class Transcript:
         body = {"type": "system", "subtype": subtype, **fields, "isMeta": False}
         return self.chained(body, tail={"level": level} if level else None)
 
+    def cleared(self, session_id: str) -> Transcript:
+        """The human typed /clear: this file ends with a `cost-state` line, and the new
+        conversation's file is written at once with the /clear itself (a caveat, the
+        command, its local_command result), naming nothing of this one."""
+        self._write({"type": "cost-state", "sessionId": self.session_id, "timestamp": timestamp()})
+        cwd, branch = str(self.common["cwd"]), str(self.common["gitBranch"])
+        folder = self.path.parent.parent.parent
+        after = Transcript(folder, session_id, cwd, branch, self.mode)
+        caveat = (
+            "<local-command-caveat>The command below was run directly in Claude Code, not"
+            " sent to you: do not respond to it.</local-command-caveat>"
+        )
+        command = (
+            "<command-name>/clear</command-name>\n            <command-message>clear"
+            "</command-message>\n            <command-args></command-args>"
+        )
+        after.chained(
+            {"type": "user", "message": {"role": "user", "content": caveat}, "isMeta": True}
+        )
+        after.chained({"type": "user", "message": {"role": "user", "content": command}})
+        after.system(
+            "local_command",
+            content="<local-command-stdout></local-command-stdout>",
+            commandRun={"command": "clear", "args": ""},
+        )
+        return after
+
     def notice(self, content: str) -> str:
         """A warning shown in the chat (held, released, dropped messages)."""
         return self.system("informational", content=content, level="warning")

@@ -11,7 +11,7 @@ import pytest
 
 from coop_engine.engine import Engine
 from coop_engine.errors import Conflict
-from coop_engine.identity import CHANGED, RESUMED, SEEN, conversations_since, match
+from coop_engine.identity import CHANGED, RESUMED, SEEN, conversations_since, match, settling
 from coop_engine.models import Notification, Outbox, Session
 from coop_engine.queries import session as session_row
 
@@ -80,6 +80,15 @@ def test_an_entry_without_a_start_time_identifies_no_process() -> None:
     assert match(enrolled(pid=None, birth=None), [{"pid": 4242, "sessionId": A}]) is None
 
 
+def test_a_chat_starting_in_the_pane_under_a_fresh_id_is_waited_for() -> None:
+    # `claude --continue` names a fresh id, with no status, for 0.2 to 0.4 s.
+    starting = {"pid": 5151, "sessionId": C, "procStart": "3333", "tmux": PANE}
+    assert match(enrolled(), [starting]) is None
+    assert settling(enrolled(), [starting])
+    assert not settling(enrolled(), [{**starting, "status": "idle"}])
+    assert not settling(enrolled(tmux=None), [{**starting, "tmux": None}])
+
+
 def test_conversations_since_the_one_an_envelope_went_into() -> None:
     chat = enrolled(native_id=C, conversations=[{"id": A}, {"id": B}])
     assert conversations_since(chat, A) == [A, B, C]
@@ -133,6 +142,15 @@ def test_an_envelope_of_another_chat_is_not_moved(engine: Engine, steps: Steps) 
         engine.mark_uncertain(invitation["outbox"], {"host": "office", "native_session": A})
     engine.record_process(mine["session"], seen(B), CHANGED)
     assert Outbox.get_by_id(theirs["outbox"]).observed_in is None
+
+
+def test_an_invitation_with_the_chats_entry_pins_its_process_at_once(
+    engine: Engine, steps: Steps
+) -> None:
+    todo = steps.todo()
+    invited = engine.invite(todo, CHAT, "office", entry=entry(A, tmux=PANE))
+    session = Session.get_by_id(invited["session"])
+    assert (session.pid, session.birth, session.tmux) == (4242, "1111", PANE)
 
 
 def test_a_new_conversation_another_enrollment_has_is_refused_and_nothing_changes(

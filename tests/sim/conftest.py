@@ -191,6 +191,12 @@ class SimChat:
                 last = None
         return out
 
+    def type(self, line: str) -> None:
+        """Type a line into a chat started with ``--typed``, as its user would."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line.encode() + b"\n")
+        self.proc.stdin.flush()
+
     def kill(self, sig: int) -> None:
         """Send ``sig`` to the chat process."""
         os.kill(self.pid, sig)
@@ -247,6 +253,7 @@ def start_chat(sim_home: SimHome) -> Iterator[Callable[..., SimChat]]:
             sim_command(sim_home, *args),
             cwd=REPO,
             env=env,
+            stdin=subprocess.PIPE if "--typed" in args else None,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )

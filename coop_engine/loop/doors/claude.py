@@ -84,11 +84,14 @@ class ClaudeDoor(Door):
             needles.append(receipts.HELD_MARK)
         if nonce is not None and dispatch is not None and dispatch.state == "invited":
             needles.append(f"{nonce}")
+        cursor = row.cursor or {}
+        conversation = read_in(row)
         return {
             "id": row.id,
-            "session_id": read_in(row),
+            "session_id": conversation,
             "offset": row.observed_offset,
-            "inode": (row.cursor or {}).get("inode"),
+            # The send pinned its transcript's inode; a later conversation's file is another.
+            "inode": cursor.get("inode") if conversation == cursor.get("native_session") else None,
             "needles": needles,
         }
 

@@ -1,0 +1,110 @@
+"""A chat is its process, not its conversation: a managed chat cleared mid-delivery
+stays one managed chat, at its generation, nothing exited, and its envelope's receipt
+and answer are read from the new conversation's transcript (the simulated chat drifts as
+the real 2.1.328 was measured to: tests/real_claude/OBSERVED.md 12)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import uuid
+from collections.abc import Callable
+
+from officekit import Office
+from waiting import wait_until
+
+from coop_engine import queries
+from coop_engine.models import Event, Notification, Outbox, Session
+from hosts.sim.launch import SimChat
+
+
+def busy_with(chat: SimChat, text: str) -> None:
+    """Set the chat thinking on a message of its own (a peer turn without tool calls:
+    what arrives meanwhile queues behind it)."""
+    frame = {
+        "type": "user",
+        "session_id": chat.session_id,
+        "uuid": str(uuid.uuid4()),
+        "msg_id": str(uuid.uuid4()),
+        "from": "someone-else",
+        "priority": "next",
+        "message": {"role": "user", "content": text},
+    }
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as inbox:
+        inbox.connect(str(chat.socket))
+        inbox.sendall(json.dumps(frame).encode() + b"\n")
+    wait_until(lambda: chat.entry().get("status") == "busy", "the chat busy")
+
+
+def tick_until(office: Office, done: Callable[[], object], what: str) -> object:
+    def ticked() -> object:
+        office.coordinator.tick()
+        return done()
+
+    return wait_until(ticked, what, interval=0.05)
+
+
+def test_a_chat_cleared_mid_delivery_is_one_chat_and_its_answer_is_read_in_the_new_file(
+    office: Office,
+) -> None:
+    chat = office.macs["office"].start("--think", "1.5")
+    old = chat.session_id
+    todo = office.engine.add_todo("Fix the importer")["id"]
+    invitation = office.engine.invite(todo, chat.ref, "office")["outbox"]
+    busy_with(chat, "Think about the release for a while.")
+    chat.type("/clear")  # queued behind the running turn: it runs first
+    tick_until(office, lambda: Outbox.get_by_id(invitation).transport_at, "the invitation written")
+    row = tick_until(
+        office,
+        lambda: (r := Outbox.get_by_id(invitation)).accepted_at is not None and r,
+        "the invitation accepted",
+    )
+    assert isinstance(row, Outbox)
+    new = chat.entry()["sessionId"]
+    assert new != old
+
+    # One chat: the same enrollment, managed, at its generation, now in the new conversation.
+    (session,) = Session.select()
+    assert (session.native_id, session.mode, session.generation) == (new, "managed", 1)
+    assert session.pid == chat.pid
+    assert queries.session(session)["previous_ids"] == [old]
+    statuses = [e.to_state for e in Event.select().where(Event.command == "record_status")]
+    assert "exited" not in statuses
+    said = [e.evidence.get("said") for e in Event.select().where(Event.command == "record_process")]
+    assert f"conversation changed from {old} to {new}" in said
+    assert [(n.kind, n.text) for n in Notification.select()] == []
+
+    # The five facts as without a drift, the receipt and answer from the new transcript.
+    assert row.cursor["native_session"] == old
+    assert row.receipt["transcript"].endswith(f"{new}.jsonl")
+    assert row.created_at <= row.transport_at <= row.received_at <= row.accepted_at
+    assert row.conflict is None
+    (work,) = Outbox.select().where(Outbox.kind == "work")
+    delivered = tick_until(
+        office, lambda: (w := Outbox.get_by_id(work.id)).received_at and w, "the work received"
+    )
+    assert isinstance(delivered, Outbox)
+    assert delivered.cursor["native_session"] == new  # sent into the new conversation
+
+
+def test_an_envelope_answered_in_the_old_file_before_the_clear_keeps_its_answer(
+    office: Office,
+) -> None:
+    """Frames queued ahead of a /clear are delivered, and answered, in the old file."""
+    chat = office.macs["office"].start("--think", "1.5")
+    old = chat.session_id
+    todo = office.engine.add_todo("Fix the importer")["id"]
+    invitation = office.engine.invite(todo, chat.ref, "office")["outbox"]
+    busy_with(chat, "Think about the release for a while.")
+    tick_until(office, lambda: Outbox.get_by_id(invitation).transport_at, "the invitation written")
+    wait_until(lambda: b"enqueue" in chat.transcript.read_bytes(), "the invitation queued")
+    chat.type("/clear")  # queued behind the invitation: the invitation's turn is first
+    row = tick_until(
+        office,
+        lambda: (r := Outbox.get_by_id(invitation)).accepted_at is not None and r,
+        "the invitation accepted",
+    )
+    assert isinstance(row, Outbox)
+    assert row.receipt["transcript"].endswith(f"{old}.jsonl")
+    tick_until(office, lambda: Session.get().native_id != old, "the drift recorded")
+    assert Outbox.get_by_id(invitation).conflict is None
