@@ -16,6 +16,9 @@ VERDICTS = ("accept", "hold", "refuse")
 STRICTNESS = {"accept": 0, "hold": 1, "refuse": 2}
 EXPIRY_SECONDS: dict[str, float | None] = {"60s": 60, "5m": 300, "10m": 600, "never": None}
 DEFAULT_DIALOG_EXPIRY = "5m"
+# The expiry of settings Coop cannot read, or holding a value it does not know: a hold
+# under it never expires for silence (seed 001: unknown never expires a delivery).
+UNKNOWN_EXPIRY = "unknown"
 GRACE_SECONDS = 60
 PARITY = "permission-mode-parity"
 BYPASS = "bypassPermissions"
@@ -27,7 +30,7 @@ EXPLICIT_SOURCES = (("managed", "managed"), ("flag", "settings-flag"), ("user", 
 TIGHTENING_SOURCES = (("project", "project"), ("local", "project-local"))
 
 
-def _unknown(why: str, dialog_expiry: str = DEFAULT_DIALOG_EXPIRY) -> dict[str, Any]:
+def _unknown(why: str, dialog_expiry: str = UNKNOWN_EXPIRY) -> dict[str, Any]:
     return {
         "verdict": "unknown",
         "source": "unknown",
@@ -49,6 +52,8 @@ def _explicit(source: dict[str, Any], name: str) -> str | None:
 
 
 def _dialog_expiry(inputs: dict[str, Any]) -> str:
+    """The receiver's approval-dialog expiry: the first value its settings give, the
+    default when none does, UNKNOWN_EXPIRY when the first is one Coop does not know."""
     # Repository settings may only make it "never" (tests/real_claude/OBSERVED.md 7).
     for name, _ in TIGHTENING_SOURCES:
         source = inputs.get(name)
@@ -58,8 +63,9 @@ def _dialog_expiry(inputs: dict[str, Any]) -> str:
         source = inputs.get(name)
         if source and "value" in source:
             value = source["value"].get("dialogExpiry")
-            if value in EXPIRY_SECONDS:
-                return str(value)
+            if value is None:
+                continue
+            return str(value) if value in EXPIRY_SECONDS else UNKNOWN_EXPIRY
     return DEFAULT_DIALOG_EXPIRY
 
 
@@ -114,7 +120,14 @@ def inbound_policy(inputs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _expiry_seconds(policy: dict[str, Any]) -> float | None:
+    """The dialog expiry in seconds; None when it never comes or cannot be known."""
     return EXPIRY_SECONDS.get(str(policy.get("dialog_expiry") or DEFAULT_DIALOG_EXPIRY))
+
+
+def expiry_unknown(policy: dict[str, Any] | None) -> bool:
+    """Whether the prediction could not know the receiver's dialog expiry."""
+    expiry = (policy or {}).get("dialog_expiry")
+    return expiry is not None and expiry not in EXPIRY_SECONDS
 
 
 def _held_verdict(

@@ -185,14 +185,14 @@ class HelperClient:
     def _read_reply(self, stream: Stream, op: str, starting: bool, budget: float) -> dict[str, Any]:
         deadline = time.monotonic() + budget
         while True:
-            while b"\n" not in self._buffer:
-                if len(self._buffer) > LONGEST_ANSWER:
-                    self._drop(broken=True)
-                    raise HostError(
-                        self.name, f"helper's answer to {op} exceeded {LONGEST_ANSWER >> 20} MiB"
-                    )
+            while b"\n" not in self._buffer and len(self._buffer) <= LONGEST_ANSWER:
                 self._buffer += self._receive(stream, op, starting, deadline, budget)
             raw, _, self._buffer = self._buffer.partition(b"\n")
+            if len(raw) > LONGEST_ANSWER:
+                self._drop(broken=True)
+                raise HostError(
+                    self.name, f"helper's answer to {op} exceeded {LONGEST_ANSWER >> 20} MiB"
+                )
             try:
                 reply = json.loads(raw)
             except (ValueError, RecursionError):

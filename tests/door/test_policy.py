@@ -105,13 +105,25 @@ def test_unrecognised_mode_or_unreadable_command_line_predicts_unknown() -> None
 def test_dialog_expiry_comes_from_settings_and_the_repository_may_only_make_it_never() -> None:
     # The binary honours a repository's dialogExpiry only when it is "never" (OBSERVED 7).
     assert inbound_policy(inputs(user=src(dialogExpiry="60s")))["dialog_expiry"] == "60s"
-    assert inbound_policy(inputs(user=src(dialogExpiry="3 days")))["dialog_expiry"] == "5m"
+    # A value Coop does not know is no expiry Coop can count on (seed 001).
+    assert inbound_policy(inputs(user=src(dialogExpiry="3 days")))["dialog_expiry"] == "unknown"
     assert inbound_policy(inputs(project=src(dialogExpiry="60s")))["dialog_expiry"] == "5m"
     for repository in ("project", "local"):
         never = inbound_policy(
             inputs(user=src(dialogExpiry="60s"), **{repository: src(dialogExpiry="never")})
         )
         assert never["dialog_expiry"] == "never"
+
+
+def test_a_parity_hold_under_an_expiry_coop_cannot_know_never_expires() -> None:
+    for user in (src(dialogExpiry="3 days"), {"path": "settings.json", "error": "not valid JSON"}):
+        got = inbound_policy(inputs(recorded_mode="bypassPermissions", user=user))
+        assert got["dialog_expiry"] == "unknown"
+        assert verdict(got, 10**7) is None
+        assert verdict(got, 10**7, held={"cause": "parity"}) is None
+    known = inbound_policy(inputs(recorded_mode="bypassPermissions", user=src()))
+    assert (known["verdict"], known["dialog_expiry"]) == ("hold", "5m")
+    assert verdict(known, 10**7) == "held-for-approval-then-expired"
 
 
 def test_an_explicit_repository_hold_wins_over_an_equal_parity_hold() -> None:
@@ -145,6 +157,7 @@ def verdict(
     elapsed: float,
     status: str | None = "idle",
     mentioned: bool = False,
+    held: dict[str, Any] | None = None,
 ) -> str | None:
     asked: list[str] = []
 
@@ -156,7 +169,9 @@ def verdict(
         asked.append("transcript")
         return mentioned
 
-    result = delivery_verdict(prediction, SENT, SENT + elapsed, registry_status, mentions)
+    result = delivery_verdict(
+        prediction, SENT, SENT + elapsed, registry_status, mentions, held=held
+    )
     if result != "receiver-idle-without-entry" and (prediction or {}).get("verdict") != "accept":
         assert asked == []  # evidence is read only when the answer needs it
     return result

@@ -28,7 +28,7 @@ class MemoryStream(Stream):
         self.out = before
         self.closed: list[bool] = []
         self.dead = False
-        self.flooding = False  # an answer line that never ends
+        self.flooding = 0  # bytes of one answer line still to send: 65 MiB, then its end
         self.requests: list[dict] = []
 
     def send(self, data: bytes, timeout: float) -> None:
@@ -45,7 +45,7 @@ class MemoryStream(Stream):
             elif action == "garbage":
                 self.out += b"Traceback? no: this is not JSON\n"
             elif action == "flood":
-                self.flooding = True
+                self.flooding = 65 << 20
             elif action == "deep":
                 self.out += b'{"id": %d, "ok": true, "result": ' % request["id"]
                 self.out += b"[" * 200_000 + b"]" * 200_000 + b"}\n"
@@ -58,7 +58,9 @@ class MemoryStream(Stream):
 
     def recv(self, timeout: float) -> bytes:
         if self.flooding:
-            return b"x" * (1 << 20)
+            size = min(self.flooding, 1 << 20)
+            self.flooding -= size
+            return b"x" * size + (b"" if self.flooding else b"\n")
         if self.out:
             chunk, self.out = self.out[:7], self.out[7:]  # answers arrive in pieces
             return chunk
