@@ -41,6 +41,7 @@ class LocalHost(Host):
         self.managed_dir = managed_dir or self.platform.managed_settings_dir
         self.codex_home = codex_home
         self._transcripts: dict[str, str] = {}
+        self._last_good: dict[str, dict[str, Any]] = {}  # registry file -> its last good reading
         self._surveyor = survey.Surveyor()
         self._cwds: dict[str, str] = {}  # session id -> cwd, as the last survey read them
         self._long_polls: set[str] = set()  # whose watch files this host keeps
@@ -62,7 +63,13 @@ class LocalHost(Host):
     # --- registry ---------------------------------------------------------------------
 
     def _scan(self) -> native.Scan:
+        """A fresh reading: what a send and its checks stand on."""
         return native.scan_registry(self.config_dir, self.platform)
+
+    def _listing_scan(self) -> native.Scan:
+        """A reading for listings and surveys: a file torn now is its last good reading,
+        marked stale, so a chat rewriting its entry is never called exited for it."""
+        return native.scan_registry(self.config_dir, self.platform, self._last_good)
 
     def _live_entry(
         self, session_id: str, scan: native.Scan | None = None
@@ -72,7 +79,7 @@ class LocalHost(Host):
         return live[0] if len(live) == 1 else None
 
     def _op_chats(self, with_policy: bool = False, codex: bool = False) -> dict[str, Any]:
-        scan = self._scan()
+        scan = self._listing_scan()
         reader = self._settings_reader() if with_policy else None
         folders: dict[str, str | None] = {}
         chats = []
@@ -89,6 +96,7 @@ class LocalHost(Host):
                 "tmux": data.get("tmux"),
                 "socket": native.socket_verdict(entry, folders),
                 "entry": data,
+                "stale": entry.stale,
             }
             if reader is not None and entry.live:
                 path = self._transcript(str(entry.session_id), data.get("cwd"))

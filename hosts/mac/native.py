@@ -64,14 +64,17 @@ class Target:
 
 
 class RegistryEntry:
-    __slots__ = ("pid", "path", "data", "live", "birth")
+    __slots__ = ("pid", "path", "data", "live", "birth", "stale")
 
-    def __init__(self, pid: int, path: str, data: dict[str, Any]) -> None:
+    def __init__(self, pid: int, path: str, data: dict[str, Any], stale: bool = False) -> None:
         self.pid = pid
         self.path = path
         self.data = data
         self.live = False
         self.birth: str | None = None
+        # The file could not be read this time (rewritten in place, torn): `data` is its
+        # last good reading. Whether the chat lives is still asked of its process.
+        self.stale = stale
 
     @property
     def session_id(self) -> str | None:
@@ -131,8 +134,13 @@ def read_entry(path: str) -> tuple[dict[str, Any] | None, str | None]:
     return None, f"{reason} after {TORN_RETRIES} reads"
 
 
-def scan_registry(config_dir: Path, platform: Platform) -> Scan:
-    """Read every `<pid>.json` entry and the births of all their pids in one batch."""
+def scan_registry(
+    config_dir: Path, platform: Platform, last_good: dict[str, dict[str, Any]] | None = None
+) -> Scan:
+    """Read every `<pid>.json` entry and the births of all their pids in one batch. With
+    `last_good` (file name -> its last good reading, kept by the caller across scans), a
+    file that cannot be read now is its last good reading, marked stale, rather than
+    skipped: a torn file says nothing of whether its chat lives."""
     scan = Scan()
     folder = os.path.join(config_dir, "sessions")
     try:
@@ -145,10 +153,13 @@ def scan_registry(config_dir: Path, platform: Platform) -> Scan:
             continue
         path = os.path.join(folder, name)
         data, reason = read_entry(path)
+        pid = int(match.group(1))
+        if data is None and last_good is not None and name in last_good:
+            scan.entries.append(RegistryEntry(pid, path, last_good[name], stale=True))
+            continue
         if data is None:
             scan.skipped.append({"file": name, "reason": reason or "unreadable"})
             continue
-        pid = int(match.group(1))
         if type(data.get("pid")) is not int or data["pid"] != pid:  # 5.0 and true are not 5
             scan.skipped.append(
                 {"file": name, "reason": f"names pid {data.get('pid')!r}, not {pid}"}
@@ -158,6 +169,10 @@ def scan_registry(config_dir: Path, platform: Platform) -> Scan:
             scan.skipped.append({"file": name, "reason": "no sessionId"})
             continue
         scan.entries.append(RegistryEntry(pid, path, data))
+    if last_good is not None:
+        kept = {os.path.basename(e.path): e.data for e in scan.entries}
+        last_good.clear()
+        last_good.update(kept)
     births = platform.births(entry.pid for entry in scan.entries)
     for entry in scan.entries:
         birth = births.get(entry.pid)

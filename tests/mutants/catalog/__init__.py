@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..mutant import Mutant
-from . import adoption, app, door, fleet, ledger, native, policy
+from . import adoption, app, door, fleet, identity, ledger, native, policy
 
 MUTANTS: tuple[Mutant, ...] = (
     *native.MUTANTS,
@@ -13,4 +13,5 @@ MUTANTS: tuple[Mutant, ...] = (
     *adoption.MUTANTS,
     *fleet.MUTANTS,
     *app.MUTANTS,
+    *identity.MUTANTS,
 )

@@ -265,8 +265,8 @@ MUTANTS = (
         "idle-transcript-not-read-afresh",
         "receiver-idle-without-entry: the transcript is read again after the survey",
         "coop_engine/loop/doors/claude.py",
-        '            return bool(fresh["lines"])\n',
-        "            return False\n",
+        '                if self.host.transcript_scan(conversation, offset, [row.id])["lines"]:\n',
+        "                if False:\n",
         (
             "tests/door/test_idle_verdict_reads_afresh.py"
             "::test_an_entry_written_after_the_survey_keeps_an_idle_accepting_chat_from_expiring",
