@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import peewee as pw
+
 from coop_engine import prompts
 from coop_engine.dispatching import DispatchCommands
 from coop_engine.errors import (
@@ -96,23 +98,22 @@ class DeliveryCommands(DispatchCommands):
         def run(now: float) -> dict[str, Any]:
             subject = f"outbox:{outbox_id}"
             if ok:
-                Outbox.update(transport_at=now, transport=result, updated_at=now).where(
-                    (Outbox.id == outbox_id) & Outbox.transport_at.is_null()
-                ).execute()
+                Outbox.update(
+                    transport_at=now, transport=result, refusals=None, updated_at=now
+                ).where((Outbox.id == outbox_id) & Outbox.transport_at.is_null()).execute()
                 self._queue_state(outbox_id, attempt, "written", None, now)
                 self._event(now, "record_transport", subject, None, None, result)
                 return {"outbox": outbox_id, "state": "uncertain"}
             error = result.get("error")
             if not written:
-                changed = (
-                    Outbox.update(state="pending", last_error=error, updated_at=now)
-                    .where((Outbox.id == outbox_id) & (Outbox.state == "uncertain"))
-                    .execute()
-                )
-                if changed != 1:
+                before = self._outbox(outbox_id)
+                uncertain = (Outbox.id == outbox_id) & (Outbox.state == "uncertain")
+                if self._count_refusal(uncertain, str(error), now, state="pending") != 1:
                     raise Conflict(f"Envelope {outbox_id} is not an uncertain send")
                 self._queue_state(outbox_id, attempt, "refused", error, now)
                 self._event(now, "record_transport", subject, "uncertain", "pending", result)
+                if not before.refusals:
+                    self._refused_first(now, outbox_id, str(error))
                 return {"outbox": outbox_id, "state": "pending"}
             Outbox.update(transport=result, updated_at=now).where(Outbox.id == outbox_id).execute()
             self._queue_state(outbox_id, attempt, "failed", error, now)
@@ -130,37 +131,64 @@ class DeliveryCommands(DispatchCommands):
             (HostQueue.outbox == outbox_id) & (HostQueue.attempt == attempt)
         ).execute()
 
-    def record_refusal(self, outbox_id: str, error: str) -> dict[str, Any]:
-        """A refusal before I/O (no live match, receiver changed, socket not private):
-        the envelope stays pending, `last_error` says why. Repeating the same refusal
-        changes nothing and records nothing."""
+    def record_refusal(self, outbox_id: str, error: str, *, tried: bool = True) -> dict[str, Any]:
+        """An envelope that stays pending, `last_error` saying why. `tried`: a try that
+        wrote nothing (no live match, receiver changed, socket not private): it counts
+        towards the next try's wait (coop_engine/backoff.py), and the first one in a row
+        is told to Dad once. Not `tried`: a wait Coop chose (pacing, a Mac not in the
+        fleet), which repeats as a no-op while its reason is unchanged."""
         row = self._outbox(outbox_id)
-        if row.last_error == error:
+        if not tried and row.last_error == error:
             return {"outbox": outbox_id, "state": row.state}
 
         def run(now: float) -> dict[str, Any]:
-            # Compare-and-set on the old text too: a concurrent identical refusal is a no-op.
-            changed = (
-                Outbox.update(last_error=error, updated_at=now)
-                .where(
-                    (Outbox.id == outbox_id)
-                    & (Outbox.state == "pending")
-                    & ((Outbox.last_error != error) | Outbox.last_error.is_null())
+            pending = (Outbox.id == outbox_id) & (Outbox.state == "pending")
+            if tried:
+                changed = self._count_refusal(pending, error, now)
+            else:
+                # Compare-and-set on the old text too: a concurrent identical wait is a no-op.
+                changed = (
+                    Outbox.update(last_error=error, updated_at=now)
+                    .where(pending & ((Outbox.last_error != error) | Outbox.last_error.is_null()))
+                    .execute()
                 )
-                .execute()
-            )
             if changed != 1:
                 state = self._outbox(outbox_id).state
                 if state == "pending":
                     return {"outbox": outbox_id, "state": state}
                 raise Conflict(f"Envelope {outbox_id} is no longer pending")
-            self._event(
-                now, "record_refusal", f"outbox:{outbox_id}", "pending", "pending", {"error": error}
-            )
+            if row.last_error != error:
+                evidence = {"error": error}
+                self._event(
+                    now, "record_refusal", f"outbox:{outbox_id}", "pending", "pending", evidence
+                )
+            if tried and not row.refusals:
+                self._refused_first(now, outbox_id, error)
             return {"outbox": outbox_id, "state": "pending"}
 
-        args = {"outbox": outbox_id, "error": error}
+        args = {"outbox": outbox_id, "error": error, "tried": tried}
         return self._command("record_refusal", fresh_key(f"refusal:{outbox_id}"), args, run)
+
+    @staticmethod
+    def _count_refusal(where: Any, error: str, now: float, **also: Any) -> int:
+        """One more try in a row that wrote nothing (compare-and-set on `where`)."""
+        return int(
+            Outbox.update(
+                last_error=error,
+                refusals=pw.fn.COALESCE(Outbox.refusals, 0) + 1,
+                refused_at=now,
+                updated_at=now,
+                **also,
+            )
+            .where(where)
+            .execute()
+        )
+
+    def _refused_first(self, now: float, outbox_id: str, error: str) -> None:
+        """The first try in a row that wrote nothing: an alert, once."""
+        subject = f"outbox:{outbox_id}"
+        self._event(now, "refused_before_sending", subject, "pending", "pending", {"error": error})
+        self._notify(now, "not sent", f"Envelope {outbox_id} could not be sent: {error}", subject)
 
     def record_receipt(self, outbox_id: str, evidence: dict[str, Any]) -> dict[str, Any]:
         """Fact 3: a peer entry with the exact id and provenance. uncertain -> delivered."""

@@ -143,6 +143,11 @@ class Outbox(BaseModel):
     expiry = JSONField(null=True)  # evidence of loss, with its reason
     conflict = pw.TextField(null=True)
     last_error = pw.TextField(null=True)
+    # Tries in a row that wrote nothing (refused before a byte left: no live match, a
+    # socket not private, a connect refused), and when the last was: the next waits
+    # longer each time (coop_engine/backoff.py). None once a frame is written.
+    refusals = pw.IntegerField(null=True)
+    refused_at = pw.DoubleField(null=True)
     resent_as = pw.TextField(null=True, unique=True)
     resent_from = pw.TextField(null=True, unique=True)
     updated_at = pw.DoubleField()

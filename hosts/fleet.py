@@ -45,7 +45,7 @@ DEFAULT_DEADLINE = 5.0
 TOP_KEYS = ("office", "mac", "codex", "notify")
 # The events that need a decision from Dad, as `[notify] on` names them (the engine's
 # alerts are of these kinds; a test keeps the two lists one).
-NOTIFY_EVENTS = ("expired", "conflict", "held", "adoption-refused", "overdue")
+NOTIFY_EVENTS = ("expired", "conflict", "held", "adoption-refused", "overdue", "not-sent")
 NOTIFY_KEYS = ("on", "quiet")
 # key: (types accepted, what the message calls it)
 MAC_KEYS: dict[str, tuple[tuple[type, ...], str]] = {

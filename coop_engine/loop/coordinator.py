@@ -11,7 +11,7 @@ from functools import partial
 
 from peewee import JOIN
 
-from coop_engine import identity, pacing
+from coop_engine import backoff, identity, pacing
 from coop_engine.engine import Engine
 from coop_engine.errors import CoopError
 from coop_engine.loop.doors.claude import ClaudeDoor
@@ -109,6 +109,8 @@ class Coordinator:
                 door: Door = doors[row.session.vendor]
                 if step == "verdict":
                     return door.verdict(row, now)
+                if step == "deliver" and backoff.waits(row, now):
+                    return None  # refused before sending: its next try is still to come
                 return getattr(door, step)(row)
 
             return act
@@ -145,13 +147,15 @@ class Coordinator:
                 times.append(verdict_due(cursor.get("inbound"), sent_at, now, row.held))
         for row in self._in_state("pending"):
             if self._ours(row, name):
+                times.append(backoff.retry_at(row) if backoff.waits(row, now) else None)
                 times.append(pacing.goes_at(row, now))
         return min((at for at in times if at is not None), default=None)
 
     def has_pending(self, name: str) -> bool:
-        """Whether an envelope to a chat on this Mac waits to be sent."""
+        """Whether an envelope to a chat on this Mac waits to be sent now (one refused
+        before sending waits for its next try: its own refusal's write wakes nothing)."""
         pending = (
-            Outbox.select(Outbox.id)
+            Outbox.select(Outbox.id, Outbox.state, Outbox.refusals, Outbox.refused_at)
             .join(Session)
             .where(
                 (Outbox.state == "pending")
@@ -160,7 +164,8 @@ class Coordinator:
                 & Session.vendor.in_(list(DOORS))
             )
         )
-        return bool(pending.exists())
+        now = self.engine.clock()
+        return any(not backoff.waits(row, now) for row in pending)
 
     def _ours(self, row: Outbox, name: str) -> bool:
         return row.session.host == name and row.session.vendor in DOORS
@@ -191,7 +196,7 @@ class Coordinator:
             reason = f"No delivery door to {row.session.vendor} chats yet: the envelope waits"
         else:
             reason = f"{row.session.host} is not in the fleet (fleet.toml)"
-        self.engine.record_refusal(row.id, reason)
+        self.engine.record_refusal(row.id, reason, tried=False)
 
     def _observable(self, name: str) -> list[Outbox]:
         """This Mac's uncertain sends, invitations awaiting an answer, and work being done

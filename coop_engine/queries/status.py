@@ -17,14 +17,31 @@ OUTBOX_STATES = ("pending", "uncertain", "delivered", "expired", "cancelled")
 # notice, and `uncertain` the rest, so that each envelope is counted once.
 HEADER_STATES = ("expired", "uncertain", "held", "pending")
 # The kinds of alert: each is a decision for Dad, never a routine step.
-ALERT_KINDS = ("expired", "conflict", "held", "adoption-refused", "overdue")
+ALERT_KINDS = ("expired", "conflict", "held", "adoption-refused", "overdue", "not-sent")
 REASON_WORDS = {
     "refused-by-receiver-policy": "the receiver's settings refuse peer messages",
     "held-for-approval-then-expired": "the receiver held it for approval and the dialog expired",
     "receiver-idle-without-entry": "the receiver sat idle and its transcript has no entry",
     "withdrawn-from-queue": "taken back from Codex's queue",
 }
-ALERT_COMMANDS = ("expire", "record_conflict", "record_held", "adoption_search")
+ALERT_COMMANDS = (
+    "expire",
+    "record_conflict",
+    "record_held",
+    "adoption_search",
+    "refused_before_sending",
+)
+# What to do for a hold, by the cause the receiver's notice names.
+HOLD_ADVICE = {
+    "parity": "the receiver holds it for approval: answer its dialog (Deliver) on that Mac",
+    "explicit": (
+        'the receiver\'s settings hold peer messages ("crossSessionInbound": "hold"): '
+        "set it to accept there, or withdraw the envelope"
+    ),
+    "unrecognized": (
+        "the receiver's settings hold an unrecognized crossSessionInbound value: correct it there"
+    ),
+}
 
 
 def outbox_counts() -> dict[str, int]:
@@ -130,7 +147,11 @@ def _alert_of(event: Event) -> tuple[str, str] | None:
         reason = str(evidence.get("reason") or "conflict")
         return "conflict", f"a sighting that is not its receipt: {reason}"
     if event.command == "record_held":
-        return "held", "the receiver holds it for approval: answer its dialog"
+        advice = HOLD_ADVICE.get(str(evidence.get("cause")), HOLD_ADVICE["parity"])
+        return "held", advice
+    if event.command == "refused_before_sending":
+        said = str(evidence.get("error") or "refused")
+        return "not-sent", f"not sent, nothing written: {said}; Coop tries again, less often"
     if event.command == "adoption_search":
         result = str(evidence.get("result") or "")
         if result.startswith("refused"):
@@ -147,6 +168,7 @@ TITLES = {
     "held": "Delivery held",
     "adoption-refused": "Adoption refused",
     "overdue": "Obligation overdue",
+    "not-sent": "Delivery not sent",
 }
 
 

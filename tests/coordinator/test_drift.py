@@ -33,7 +33,20 @@ def busy_with(chat: SimChat, text: str) -> None:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as inbox:
         inbox.connect(str(chat.socket))
         inbox.sendall(json.dumps(frame).encode() + b"\n")
-    wait_until(lambda: chat.entry().get("status") == "busy", "the chat busy")
+    # Its turn has begun (its entry is written): what comes now queues behind the turn,
+    # rather than joining the batch that starts it.
+    started = f'"msg_id":"{frame["msg_id"]}"'.encode()
+    wait_until(
+        lambda: any(started in line and b'"type":"user"' in line for line in _lines(chat)),
+        "the chat's own turn begun",
+    )
+
+
+def _lines(chat: SimChat) -> list[bytes]:
+    try:
+        return chat.transcript.read_bytes().splitlines()
+    except FileNotFoundError:
+        return []
 
 
 def tick_until(office: Office, done: Callable[[], object], what: str) -> object:

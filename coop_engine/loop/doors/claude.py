@@ -36,7 +36,7 @@ class ClaudeDoor(Door):
         if paced is not None:
             if row.last_error != paced:
                 self.log(f"{row.id[:8]} {row.kind} waits: {paced}")
-            self.engine.record_refusal(row.id, paced)
+            self.engine.record_refusal(row.id, paced, tried=False)
             return
         native_id = row.session.native_id
         try:

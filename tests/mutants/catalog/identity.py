@@ -98,6 +98,26 @@ MUTANTS = (
         ),
     ),
     Mutant(
+        "a-refused-envelope-is-tried-every-pass",
+        "refusals before connecting are bounded: each try in a row waits longer",
+        "coop_engine/loop/coordinator.py",
+        '                if step == "deliver" and backoff.waits(row, now):\n',
+        "                if False:\n",
+        (
+            "tests/coordinator/test_refused_before_sending.py::test_a_chat_whose_inbox_refuses_is_tried_less_and_less_and_told_once",
+        ),
+    ),
+    Mutant(
+        "a-refused-envelope-is-told-every-try",
+        "refusals before connecting are told once, not at every try",
+        "coop_engine/delivery.py",
+        "                if not before.refusals:\n",
+        "                if True:\n",
+        (
+            "tests/coordinator/test_refused_before_sending.py::test_a_chat_whose_inbox_refuses_is_tried_less_and_less_and_told_once",
+        ),
+    ),
+    Mutant(
         "an-unknown-expiry-is-five-minutes",
         "unknown never expires: a hold whose expiry Coop cannot know stays held",
         "coop_engine/policy.py",

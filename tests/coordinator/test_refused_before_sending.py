@@ -1,0 +1,98 @@
+"""Refusals before connecting are bounded: a chat whose inbox refuses connections (a
+live process whose socket passes the private checks, but nothing listens) gets no
+frame, so nothing is uncertain: its envelope stays pending with its reason, is tried
+again after waits that double up to five minutes, is told to Dad once, and `withdraw`
+takes it back."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from officekit import Office
+
+from coop_engine import backoff
+from coop_engine.models import Event, HostQueue, Notification, Outbox
+from coop_engine.queries import envelope_row
+from coop_engine.queries.status import alerts_between
+
+SESSION = "6c1f0a52-7d3e-4b9a-8e21-5f4c3b2a1d09"
+
+
+@pytest.fixture
+def refusing_chat(office: Office, tmp_path: Path) -> Iterator[str]:
+    """A live process registered as a chat whose socket is bound and never listened on:
+    every connect is refused."""
+    sleeper = subprocess.Popen(["sleep", "300"])
+    folder = Path(f"/tmp/coop-refusing-{os.getpid()}")
+    folder.mkdir(mode=0o700, exist_ok=True)
+    path = folder / "inbox.sock"
+    path.unlink(missing_ok=True)
+    bound = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    bound.bind(str(path))  # no listen(): a connect is refused
+    path.chmod(0o600)
+    stat = Path(f"/proc/{sleeper.pid}/stat").read_text().rpartition(")")[2].split()
+    entry = {
+        "pid": sleeper.pid,
+        "sessionId": SESSION,
+        "cwd": str(tmp_path),
+        "startedAt": int(time.time() * 1000),
+        "procStart": stat[19],
+        "peerProtocol": 1,
+        "kind": "interactive",
+        "status": "idle",
+        "name": "refusing",
+        "messagingSocketPath": str(path),
+    }
+    sessions = office.macs["office"].config_dir / "sessions"
+    sessions.mkdir(parents=True, exist_ok=True)
+    (sessions / f"{sleeper.pid}.json").write_text(json.dumps(entry))
+    try:
+        yield f"claude:{SESSION}"
+    finally:
+        bound.close()
+        path.unlink(missing_ok=True)
+        folder.rmdir()
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_a_chat_whose_inbox_refuses_is_tried_less_and_less_and_told_once(
+    office: Office, refusing_chat: str
+) -> None:
+    todo = office.engine.add_todo("Fix the importer")["id"]
+    outbox_id = office.engine.invite(todo, refusing_chat, "office")["outbox"]
+    started = office.clock()
+    for _ in range(600):  # ten minutes of passes, one a second
+        office.coordinator.tick()
+        office.clock.advance(1.0)
+    attempts = HostQueue.select().where(HostQueue.outbox == outbox_id).count()
+    # Again at once, then waits of 5, 10, 20, 40, 80, 160 s, then 300: tries at 0, 1, 6,
+    # 16, 36, 76, 156, 316.
+    assert 7 <= attempts <= 9, attempts
+    row = Outbox.get_by_id(outbox_id)
+    assert row.state == "pending" and row.transport_at is None
+    assert row.refusals == attempts and "refused" in (row.last_error or "").lower()
+    assert backoff.retry_at(row) is not None and backoff.retry_at(row) > office.clock()
+    assert office.clock() - started >= 600
+    shown = envelope_row(outbox_id)
+    assert shown["facts"]["transport"] is None  # nothing counted as sent
+    # Told once: one notice and one alert, however many tries.
+    assert [n.kind for n in Notification.select()] == ["not sent"]
+    assert [a["kind"] for a in alerts_between(0)] == ["not-sent"]
+    events = Event.select().where(Event.subject == f"outbox:{outbox_id}").count()
+    assert events <= 2 * attempts + 4
+
+    office.engine.withdraw(outbox_id, "dad")
+    assert Outbox.get_by_id(outbox_id).state == "cancelled"
+
+
+def test_the_first_refusal_is_tried_again_at_once_then_the_wait_doubles_to_five_minutes() -> None:
+    waits = [backoff.wait_after(n) for n in range(0, 10)]
+    assert waits == [0, 0, 5, 10, 20, 40, 80, 160, 300, 300]
