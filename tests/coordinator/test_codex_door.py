@@ -314,3 +314,44 @@ def test_a_thread_whose_rollout_moves_is_the_same_thread_and_its_receipt_is_read
     assert row.receipt["shape"] == "client-id" and row.conflict is None
     assert row.receipt["rollout"] == unarchived["rollout_path"]
     assert Outbox.select().where(Outbox.kind == "invitation").count() == 1
+
+
+def test_a_lost_answer_is_resolved_from_codexs_queue_once_not_at_every_pass(
+    office: Office,
+) -> None:
+    """The add reached Codex but its answer was lost (the request failed after it was
+    written): fact 2 is found by the client id in Codex's queue and recorded once, under
+    a key of its own, and no pass is refused for reusing the lost answer's key."""
+    thread, outbox_id, _ = invite(office)
+    host = office.hosts["office"]
+    cursor = {"door": "codex", "host": "office", "offset": 0, "client_id": outbox_id}
+    attempt = office.engine.mark_uncertain(outbox_id, {**cursor, "inbound": {"verdict": "queued"}})
+    host.codex_queue_add(thread, outbox_id, Outbox.get_by_id(outbox_id).payload["text"])
+    lost = {"ok": False, "written": True, "stage": "request", "error": "office: timed out"}
+    office.engine.record_transport(outbox_id, attempt["attempt"], lost)
+    for _ in range(3):
+        office.coordinator.tick()
+    row = Outbox.get_by_id(outbox_id)
+    assert row.transport_at is not None
+    assert row.transport["found_by"].startswith("its client id in Codex's queue")
+    found = Event.select().where(
+        (Event.subject == f"outbox:{outbox_id}") & (Event.command == "record_transport")
+    )
+    assert found.count() == 2  # the lost answer, then what Codex showed: once
+    assert not [line for line in office.log if "refused" in line], office.log
+    office.holder("office", thread)
+    assert tick_until(office, outbox_id, lambda r: r.state == "delivered").conflict is None
+
+
+def test_the_codex_queue_fallback_claims_nothing_of_codexs_queue(office: Office) -> None:
+    """`codex queue` adds with a client id of its own: Coop cannot look the envelope up in
+    Codex's queue, so it never says it is not there."""
+    thread, outbox_id, _ = invite(office)
+    row = Outbox.get_by_id(outbox_id)
+    cursor = {"door": "codex", "host": "office", "offset": 0, "client_id": outbox_id}
+    attempt = office.engine.mark_uncertain(outbox_id, {**cursor, "inbound": {"verdict": "queued"}})
+    sent = {"ok": True, "written": True, "queued_id": None, "via": "codex queue"}
+    office.engine.record_transport(outbox_id, attempt["attempt"], sent)
+    office.coordinator.tick()
+    office.coordinator.tick()
+    assert QueueSighting.get_or_none(QueueSighting.outbox == row.id) is None

@@ -143,23 +143,39 @@ class CodexDoor(Door):
         when the add's answer was lost (found by the client id, never inferred), and
         whether it still waits and where."""
         seen = self.host.queue.get(row.id)
-        if seen is None:
+        if seen is None or (row.transport or {}).get("via") == "codex queue":
+            # `codex queue` adds with a client id of its own: Codex's queue cannot say
+            # whether this envelope waits there. Only its rollout will tell.
             return
         ids = [str(i) for i in seen.get("queued") or []]
         if ids and row.transport_at is None:
             found = {"ok": True, "written": True, "queued_id": ids[0], "via": "app-server"}
-            found["found_by"] = "its client id in Codex's queue (the add's answer was lost)"
-            self.engine.record_transport(row.id, _attempt(row.id), found)
-            self.log(f"{row.id[:8]} found in Codex's queue by its id")
+            self._found(row, found, "its client id in Codex's queue (the add's answer was lost)")
         if len(ids) > 1:
             self._conflict(row, {"reason": f"queued {len(ids)} times in Codex", "queued": ids})
         self.engine.record_queue(row.id, {"queued": bool(ids), "open": bool(seen.get("open"))})
+
+    def _found(self, row: Outbox, found: dict[str, Any], by: str) -> None:
+        """Fact 2 for a send whose answer was lost, from what Codex shows of it: recorded
+        once, under a key of its own (the lost answer's key holds that answer)."""
+        found["found_by"] = by
+        attempt = _attempt(row.id)
+        self.engine.record_transport(
+            row.id, attempt, found, key=f"transport-found:{row.id}:{attempt}"
+        )
+        self.log(f"{row.id[:8]} found: {by}")
 
     def _receipts(self, row: Outbox, lines: list[tuple[int, str]], path: str | None) -> None:
         receipt_offset = (row.receipt or {}).get("offset")
         state = row.state
         for seen in rollouts.receipts(lines, row.id):
             evidence = {**seen.evidence(), "host": self.host.name, "rollout": path}
+            if row.transport_at is None and state == "uncertain":
+                via = (row.transport or {}).get("via") or "app-server"
+                found = {"ok": True, "written": True, "queued_id": None, "via": via}
+                self._found(
+                    row, found, "its receipt in the thread's rollout (the add's answer was lost)"
+                )
             receipt_offset, state = self._sighted(row, state, receipt_offset, evidence)
 
     def _turn_lines(self, row: Outbox, lines: list[tuple[int, str]]) -> list[tuple[int, str]]:

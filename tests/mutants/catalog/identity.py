@@ -118,6 +118,16 @@ MUTANTS = (
         ),
     ),
     Mutant(
+        "a-lost-codex-answer-is-found-at-every-pass",
+        "Codex door hygiene: a send whose answer was lost is found once, under its own key",
+        "coop_engine/loop/doors/codex.py",
+        '            row.id, attempt, found, key=f"transport-found:{row.id}:{attempt}"\n',
+        "            row.id, attempt, found\n",
+        (
+            "tests/coordinator/test_codex_door.py::test_a_lost_answer_is_resolved_from_codexs_queue_once_not_at_every_pass",
+        ),
+    ),
+    Mutant(
         "an-unknown-expiry-is-five-minutes",
         "unknown never expires: a hold whose expiry Coop cannot know stays held",
         "coop_engine/policy.py",
