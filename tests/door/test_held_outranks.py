@@ -8,8 +8,10 @@ import json
 import signal
 from pathlib import Path
 
+import pytest
 from doorkit import Door
 
+from coop_engine.loop.doors.claude import ClaudeDoor
 from coop_engine.models import Outbox
 
 
@@ -71,3 +73,33 @@ def test_a_parity_hold_seen_under_an_unknown_expiry_stays_held_until_the_receive
     chat.process.send_signal(signal.SIGUSR1)  # its user presses Deliver
     door.tick_until(lambda: door.row(outbox_id)["state"] == "delivered")
     assert door.row(outbox_id)["inbound"]["verdict"] == "unknown"  # the prediction stays history
+
+
+def test_the_verdicts_fresh_read_finds_a_held_notice_the_survey_missed(
+    door: Door, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before an accepting, idle chat's envelope is given up (receiver-idle-without-entry),
+    the fresh read from the send's offset looks for its held notice as well as its entry:
+    a held envelope is held, not lost, even when the pass's reading missed the notice
+    (here: observing made blind to notices until the reading has gone past it)."""
+    hidden = hidden_managed_settings(tmp_path, "hold")
+    chat = door.chat("--managed-settings-dir", str(hidden))
+    outbox_id = door.invite(chat)
+    with monkeypatch.context() as blind:
+        blind.setattr(ClaudeDoor, "_held", lambda self, row, lines: None)
+        door.tick_until(
+            lambda: (
+                "Held peer message" in chat.transcript.read_text()
+                and Outbox.get_by_id(outbox_id).observed_offset >= chat.transcript.stat().st_size
+            )
+        )
+    assert door.row(outbox_id)["held"] is None
+    assert chat.entry()["status"] == "idle"  # an explicit hold keeps the chat idle
+    sent = float(Outbox.get_by_id(outbox_id).cursor["sent_at"])
+    door.clock.now = sent + 61
+    door.tick()
+    row = door.row(outbox_id)
+    assert row["state"] == "uncertain" and row["held"]["cause"] == "explicit"
+    door.clock.now = sent + 3600
+    door.tick()
+    assert door.row(outbox_id)["state"] == "uncertain"

@@ -216,11 +216,17 @@ class ClaudeDoor(Door):
 
         def mentions() -> bool:
             # Every transcript the chat has written since the send: the one it was sent
-            # into from the send's offset, each later conversation's from its start.
+            # into from the send's offset, each later conversation's from its start; for
+            # the entry, and for a held notice of the envelope (then it is held, not lost).
             sent_into = cursor.get("native_session")
             offset = int(cursor.get("offset") or 0)
+            needles = [row.id, receipts.HELD_MARK]
             for conversation in identity.conversations_since(row.session, sent_into):
-                if self.host.transcript_scan(conversation, offset, [row.id])["lines"]:
+                lines = self.host.transcript_scan(conversation, offset, needles)["lines"]
+                if any(row.id in text for _, text in lines):
+                    return True
+                self._held(row, [(at, text) for at, text in lines])
+                if Outbox.get_by_id(row.id).held:
                     return True
                 offset = 0
             return False

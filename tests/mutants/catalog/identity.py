@@ -128,6 +128,16 @@ MUTANTS = (
         ),
     ),
     Mutant(
+        "the-verdicts-re-read-ignores-held-notices",
+        "re-reads find what they look for: the held notice as well as the entry",
+        "coop_engine/loop/doors/claude.py",
+        "            needles = [row.id, receipts.HELD_MARK]\n",
+        "            needles = [row.id]\n",
+        (
+            "tests/door/test_held_outranks.py::test_the_verdicts_fresh_read_finds_a_held_notice_the_survey_missed",
+        ),
+    ),
+    Mutant(
         "an-unknown-expiry-is-five-minutes",
         "unknown never expires: a hold whose expiry Coop cannot know stays held",
         "coop_engine/policy.py",

@@ -265,7 +265,7 @@ MUTANTS = (
         "idle-transcript-not-read-afresh",
         "receiver-idle-without-entry: the transcript is read again after the survey",
         "coop_engine/loop/doors/claude.py",
-        '                if self.host.transcript_scan(conversation, offset, [row.id])["lines"]:\n',
+        "                if any(row.id in text for _, text in lines):\n",
         "                if False:\n",
         (
             "tests/door/test_idle_verdict_reads_afresh.py"
