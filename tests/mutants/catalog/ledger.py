@@ -20,11 +20,9 @@ MUTANTS = (
         "facts-transport-counts-as-received",
         "the five facts kept apart: a socket write (fact 2) is not a receipt (fact 3)",
         DELIVERY,
-        "                Outbox.update(transport_at=now,"
-        " transport=result, updated_at=now).where(\n",
-        "                Outbox.update(\n"
-        "                    transport_at=now, transport=result, updated_at=now, received_at=now\n"
-        "                ).where(\n",
+        "                    transport_at=now, transport=result, refusals=None, updated_at=now\n",
+        "                    transport_at=now, transport=result, refusals=None, updated_at=now,"
+        " received_at=now\n",
         (f"{RULES}::test_transport_ok_records_fact_2_and_the_send_stays_uncertain",),
         select="sqlite",
     ),
