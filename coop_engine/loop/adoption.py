@@ -3,8 +3,11 @@
 CLI takers are observed compatibility rows with an active binding younger than 48 h.
 At most five are considered per pass, each at most once every ten minutes. Each is
 looked for one Mac at a time: the declared host, then the office, then the other Macs,
-reachable ones first. The first Mac that has the id answers: several matches there is a
-conflict, exactly one is adopted, none anywhere is "not found" (tried again later).
+reachable ones first (seed 003: "online ones first"): as the coordinator last found them
+in `coop serve`, else as each answers a health request asked of all at once when the
+pass starts (`coop adopt --once`, the app). The first Mac that has the id answers:
+several matches there is a conflict, exactly one is adopted, none anywhere is "not
+found" (tried again later).
 """
 
 from __future__ import annotations
@@ -60,7 +63,8 @@ class AdoptionPass:
         self.hosts = hosts
         self.office = office
         self.log = log
-        self.reachable = reachable or (lambda name: True)
+        self._told = reachable  # what a running coordinator knows of each Mac
+        self.reachable: Callable[[str], bool] = reachable or (lambda name: True)
 
     def search_order(self, declared: str) -> list[str]:
         first = [name for name in (declared, self.office) if name in self.hosts]
@@ -70,10 +74,23 @@ class AdoptionPass:
 
     def run(self) -> list[dict[str, Any]]:
         """One pass; per candidate: session, searched, found, result."""
-        results = []
-        for session in candidates(self.engine.clock()):
-            results.append(self.adopt_one(session))
-        return results
+        due = candidates(self.engine.clock())
+        if due and self._told is None and len(self.hosts) > 1:
+            online = self._online()
+            self.reachable = online.__contains__
+        return [self.adopt_one(session) for session in due]
+
+    def _online(self) -> set[str]:
+        """The Macs that answer a health request now, all asked at once."""
+        from coop_engine.loop.survey import ask_each
+
+        names = list(self.hosts)
+        answers = ask_each([self.hosts[name] for name in names], lambda host: host.health())
+        return {
+            name
+            for name, answer in zip(names, answers, strict=True)
+            if not isinstance(answer, HostError)
+        }
 
     def adopt_one(self, session: Session) -> dict[str, Any]:
         searched: list[dict[str, Any]] = []

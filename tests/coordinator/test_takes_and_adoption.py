@@ -14,7 +14,9 @@ from officekit import Office
 from waiting import wait_until
 
 from coop_engine import formats, prompts, queries
+from coop_engine.loop.adoption import AdoptionPass
 from coop_engine.models import Outbox, Session
+from hosts.mac.host import Host, HostError
 
 COOP = str(Path(sys.executable).with_name("coop"))
 
@@ -215,3 +217,27 @@ def test_archived_codex_thread_is_not_found(office: Office) -> None:
     take_from(office, f"codex:{thread}", "office")
     (result,) = office.adoption.run()
     assert result["result"] == "not found"
+
+
+class Unreachable(Host):
+    """A Mac that cannot be asked."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.asked = 0
+
+    def call(self, op: str, **args: Any) -> Any:
+        self.asked += 1
+        raise HostError(self.name, "connection refused")
+
+
+def test_a_pass_run_on_its_own_asks_the_macs_that_answer_first(office: Office) -> None:
+    """`coop adopt --once` and the app's pass have no coordinator to say which Macs
+    answer: they ask every Mac's health at once first, then search online ones first."""
+    chat = office.macs["studio"].start()
+    take_from(office, chat.ref, "office")
+    hosts = {**office.hosts, "laptop": Unreachable("laptop")}
+    adoption = AdoptionPass(office.engine, hosts, "office", office.log.append)
+    (result,) = adoption.run()
+    assert [a["host"] for a in result["searched"]] == ["office", "studio"]
+    assert result["found"] == "studio"

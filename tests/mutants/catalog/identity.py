@@ -138,6 +138,16 @@ MUTANTS = (
         ),
     ),
     Mutant(
+        "online-first-only-in-serve",
+        "online first, everywhere: a pass on its own asks the Macs that answer first",
+        "coop_engine/loop/adoption.py",
+        "            self.reachable = online.__contains__\n",
+        "            pass\n",
+        (
+            "tests/coordinator/test_takes_and_adoption.py::test_a_pass_run_on_its_own_asks_the_macs_that_answer_first",
+        ),
+    ),
+    Mutant(
         "an-unknown-expiry-is-five-minutes",
         "unknown never expires: a hold whose expiry Coop cannot know stays held",
         "coop_engine/policy.py",
