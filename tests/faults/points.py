@@ -341,6 +341,7 @@ POINTS: tuple[Point, ...] = (
     _ledger("decline", "decline", "observe", frozenset({"delivered"})),
     _ledger("expire", "refuse", "verdict", UNCERTAIN),
     _ledger("record_status", "accept", "statuses", ANY),
+    _ledger("record_process", "accept", "statuses", ANY),
     _ledger("sweep_obligations", "obligation", "obligations", ANY),
     _ledger("cancel_stale", "stale", "stale", UNSENT),
     _ledger("record_queue", "codex_queued", "observe", SENT),
