@@ -61,6 +61,7 @@ SHAPES: dict[str, Shape] = {
     "transcript_tail": CHUNK,
     "rollout_scan": CHUNK,
     "rollout_read": CHUNK,
+    "rollout_tail": CHUNK,
     "find_session": {"matches": INT},
 }
 

@@ -122,7 +122,7 @@ MUTANTS = (
         "notices-cut-before-columns-drop",
         "fits the terminal: the notices drop columns before a value is cut",
         "coop_tui/screens/notices.py",
-        '    DROP_FIRST = ("todo", "mac", "chat")\n',
+        '    DROP_FIRST = ("todo", "mac", "session", "name")\n',
         "    DROP_FIRST = ()\n",
         ("tests/tui/test_responsive.py::test_the_notices_drop_columns_before_a_value_is_cut",),
     ),
