@@ -34,6 +34,7 @@ from coop_engine.loop.office import Office
 from coop_engine.loop.survey import asking
 from coop_engine.queries.status import header_counts, unread_notices
 from coop_tui.attention import Attention
+from coop_tui.chats import Directory
 from coop_tui.commands import CoopCommands
 from coop_tui.coordination import Coordination
 from coop_tui.decisions import Decisions
@@ -196,6 +197,7 @@ class CoopApp(LivePanes, Decisions, Coordination, Attention):
         self._trailing: list[Timer] = []
         self.outbox_total = 0
         self._sessions_shown: list[dict[str, Any]] | None = None
+        self.chats = Directory()
         self.counts: dict[str, int] = {}
 
     # --- layout -------------------------------------------------------------------------

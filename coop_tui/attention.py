@@ -16,6 +16,8 @@ from textual.content import Content
 from coop_engine.loop.claim import STOPPED
 from coop_engine.loop.notifier import message_of
 from coop_engine.queries.status import HEADER_STATES
+from coop_tui.chats import Directory
+from coop_tui.widgets.panes import OutboxPane
 
 MOST_TOASTS = 5  # per refresh: a burst of alerts is five toasts and a count, not fifty
 TOAST_SECONDS = 20.0
@@ -57,6 +59,8 @@ class Attention(App[None]):
     coordinator_state: str
     coordinator_words: tuple[str, str, str]  # Truth.words, .short and .shortest
     counts: dict[str, int]
+    chats: Directory
+    outbox_pane: OutboxPane
     unread = 0
     newest_notice = 0  # the newest notice in the ledger, as last read
     notices_seen = 0  # the newest notice Dad has seen (notices opened)
@@ -116,10 +120,12 @@ class Attention(App[None]):
         self._header()
 
     def _alert(self, alerts: list[dict[str, Any]]) -> None:
-        """One toast per event that needs a decision; chat text never as markup."""
+        """One toast per event that needs a decision, naming its chat as the panes do;
+        chat text never as markup."""
         for alert in alerts[:MOST_TOASTS]:
+            chat = self.chats.place(alert, self.outbox_pane.rows_by_key)
             self.notify(
-                message_of(alert),
+                message_of({**alert, "chat": chat.words if chat else alert.get("chat")}),
                 title=alert["title"],
                 severity=SEVERITY.get(alert["kind"], "warning"),  # type: ignore[arg-type]
                 timeout=TOAST_SECONDS,

@@ -5,7 +5,7 @@ word."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.app import App
@@ -14,8 +14,12 @@ from coop_engine import queries
 from coop_engine.engine import Engine
 from coop_engine.errors import CoopError
 from coop_engine.loop.office import Office
+from coop_tui.chats import Directory
 from coop_tui.messages import LedgerChanged
 from coop_tui.widgets.panes import OutboxPane
+
+if TYPE_CHECKING:
+    from coop_tui.screens.dialogs import Invitee
 
 
 def withdrawable(envelope: dict[str, Any]) -> bool:
@@ -31,6 +35,7 @@ class Decisions(App[None]):
     engine: Engine | None
     office: Office
     outbox_pane: OutboxPane
+    chats: Directory
 
     # --- Send again -----------------------------------------------------------------------
 
@@ -100,7 +105,8 @@ class Decisions(App[None]):
             if yes:
                 self.withdraw(envelope["id"], done)
 
-        self.push_screen(ConfirmWithdraw(envelope), decided)
+        chat = self.chats.envelope(envelope).words
+        self.push_screen(ConfirmWithdraw(envelope, chat), decided)
 
     @work(thread=True, group="commands", exit_on_error=False)
     def withdraw(self, outbox_id: str, done: Callable[[], None] | None = None) -> None:
@@ -130,20 +136,26 @@ class Decisions(App[None]):
 
         self.push_screen(InviteDialog(), self._invited)
 
-    def _invited(self, choice: tuple[int, str, str] | None) -> None:
+    def _invited(self, choice: Invitee | None) -> None:
         if choice is not None:
-            self.invite(*choice)
+            self.invite(choice)
 
     @work(thread=True, group="commands", exit_on_error=False)
-    def invite(self, todo_id: int, session_ref: str, host: str) -> None:
+    def invite(self, chosen: Invitee) -> None:
+        """The engine's invite, as `coop invite N --session claude:ID|codex:ID` calls it:
+        the chat's name and folder as its Mac told them (what the outbox, the notices and
+        the toasts call it by)."""
         assert self.engine is not None
         try:
-            result = self.engine.invite(todo_id, session_ref, host)
+            result = self.engine.invite(
+                chosen.todo, chosen.ref, chosen.host, name=chosen.name, cwd=chosen.cwd
+            )
         except CoopError as refusal:
             self.notify(str(refusal), title="Invite", severity="warning", markup=False)
             return
         self.notify(
-            f"Invited {session_ref[:15]} to #{todo_id} ({result['outbox'][:8]})",
+            f"Invited {chosen.called} on {chosen.host} to #{chosen.todo}"
+            f" (envelope {result['outbox'][:8]})",
             title="Invite",
             markup=False,
         )

@@ -8,6 +8,7 @@ from typing import Any
 from coop_engine.formats import iso
 from coop_engine.loop.doors.codex import expectation
 from coop_engine.loop.withdrawal import WITHDRAWN
+from coop_engine.naming import codeman
 from coop_engine.policy import PARITY
 from coop_engine.receipts import HOLD_PROOFS
 
@@ -83,6 +84,15 @@ def inbound_words(inbound: dict[str, Any] | None) -> str:
     if words is None:
         return f"unknown ({inbound.get('why') or source or 'no prediction'})"
     return f"{words} ({why})" if why else words
+
+
+def route_words(inbound: dict[str, Any] | None) -> str:
+    """The predicted verdict and, for a Codex thread, when its queue will run a message:
+    "queued in Codex: waits until the thread is opened"."""
+    if not inbound:
+        return "verdict not known yet"
+    words = inbound_words(inbound)
+    return f"{words}: {inbound['expect']}" if inbound.get("expect") else words
 
 
 def will_not_arrive(inbound: dict[str, Any] | None) -> str | None:
@@ -230,6 +240,13 @@ def _accepted(event: dict[str, Any], detail: dict[str, Any]) -> str:
     return "accepted: the chat's final carried COOP_ACCEPT with the nonce"
 
 
+def _chat_of(evidence: dict[str, Any], detail: dict[str, Any]) -> Any:
+    """The chat an event names, as the panes call it when it is the envelope's own."""
+    if evidence.get("session") == detail.get("session") and detail.get("chat_words"):
+        return detail["chat_words"]
+    return evidence.get("session")
+
+
 def happened(event: dict[str, Any], detail: dict[str, Any]) -> str:
     """One History row in words: "sent: the socket took the frame", "held notice seen",
     "sent again as 5d300cb9"."""
@@ -238,7 +255,7 @@ def happened(event: dict[str, Any], detail: dict[str, Any]) -> str:
     evidence: dict[str, Any] = given if isinstance(given, dict) else {}
     door = str(detail.get("door") or "claude")
     simple = {
-        "invite": f"invited {evidence.get('session')} on {evidence.get('host')}",
+        "invite": f"invited {_chat_of(evidence, detail)} on {evidence.get('host')}",
         "mark_uncertain": "sending, predicted: "
         + (inbound_words(evidence.get("inbound")) or "not recorded"),
         "record_receipt": "received: "
@@ -326,6 +343,7 @@ def registry_fields(entry: dict[str, Any], now: float) -> list[tuple[str, str]]:
     for key, label in labelled:
         if entry.get(key) is not None:
             rows.append((label, str(entry[key])))
+    rows.append(("Codeman", codeman_words(entry.get("tmux"), entry.get("version"))))
     if "version" in entry:
         protocol = entry.get("peerProtocol")
         rows.append(
@@ -336,4 +354,63 @@ def registry_fields(entry: dict[str, Any], now: float) -> list[tuple[str, str]]:
         )
     if entry.get("kind") or entry.get("entrypoint"):
         rows.append(("kind", f"{entry.get('kind')} from {entry.get('entrypoint')}"))
+    return rows
+
+
+# --- Codeman: which session a chat's tmux pane belongs to -----------------------------------
+
+TMUX_SINCE = (2, 1, 226)  # the first Claude Code whose registry entries carry `tmux`
+
+
+def _version(text: Any) -> tuple[int, ...] | None:
+    try:
+        return tuple(int(part) for part in str(text).split("."))
+    except ValueError:
+        return None
+
+
+def codeman_words(tmux: str | None, version: Any = None) -> str:
+    """A chat's Codeman session in words, from its tmux pane (coop_engine.naming): a
+    local worker's `codeman-<id8>`; a docker or ssh worker's, which lives in another
+    registry; none; or, for a Claude Code older than 2.1.226, not known (it writes no
+    tmux field)."""
+    found = codeman(tmux)
+    if found is not None:
+        if found["registry"] == "another":
+            return (
+                f"{found['session']}: a {found['kind']} worker, whose Codeman session lives"
+                " in another registry (not this Mac's)"
+            )
+        return f"{found['session']} (Codeman session {found['id8']}, in this Mac's registry)"
+    if tmux:
+        return f"none: its tmux pane {tmux} is not a Codeman worker's"
+    known = _version(version)
+    if known is not None and known < TMUX_SINCE:
+        return f"not known: Claude Code {version} writes no tmux field (2.1.226 and later do)"
+    return "none: no tmux pane recorded"
+
+
+# --- a Codex thread, in labelled fields ----------------------------------------------------
+
+
+def thread_fields(thread: dict[str, Any], now: float) -> list[tuple[str, str]]:
+    """A Codex thread's record, as its Mac's thread list keeps it, as (label, words)
+    rows: open or saved, its name, folder, rollout and Codex. Every value is the
+    thread's own: show it as plain text."""
+    state = "open: some process holds it (Codex Desktop, a `codex resume` TUI)"
+    if not thread.get("open"):
+        state = "saved: nobody holds it open; a message queued now waits until it is opened"
+    rows = [("status", state)]
+    if thread.get("archived"):
+        rows.append(("archived", "yes: Codex refuses its queue until it is unarchived"))
+    labelled = (("name", "name"), ("id", "thread"), ("cwd", "folder"))
+    rows += [(label, str(thread[key])) for key, label in labelled if thread.get(key)]
+    rollout = str(thread.get("rollout_path") or "none yet")
+    rows.append(("rollout", rollout + (" (compressed)" if thread.get("compressed") else "")))
+    if thread.get("updated_at") is not None:
+        rows.append(("updated", ago(thread["updated_at"], now)))
+    made = " ".join(str(thread[key]) for key in ("originator", "cli_version") if thread.get(key))
+    if made:
+        rows.append(("Codex", made + (f" ({thread['source']})" if thread.get("source") else "")))
+    rows += [("note", str(note)) for note in thread.get("notes") or []]
     return rows

@@ -15,8 +15,9 @@ from coop_engine import queries
 from coop_engine.engine import Engine
 from coop_engine.loop.office import Office
 from coop_engine.queries.status import alerts_between, header_counts, unread_notices
+from coop_tui.chats import Directory, merge_live
 from coop_tui.messages import LedgerChanged
-from coop_tui.widgets.panes import HostsPane, OutboxPane, SessionsPane, merge_live
+from coop_tui.widgets.panes import HostsPane, OutboxPane, SessionsPane
 
 TRAILING_READS = (0.1, 0.5)  # seconds after the last signal
 
@@ -44,6 +45,7 @@ class LivePanes(App[None]):
     _trailing: list[Timer]
     _sessions_shown: list[dict[str, Any]] | None
     notices_seen: int
+    chats: Directory  # every chat the chats pane lists, however filtered: how each is called
 
     def _showing(self) -> bool:
         """False once the app is closing: a late result has nobody to be shown to."""
@@ -110,7 +112,6 @@ class LivePanes(App[None]):
             return
         self.last_event = changes.last_event
         self._attention_read(*attention)
-        self._alert(alerts)
         if window is not None:
             self._show_window(window)
         else:
@@ -118,6 +119,8 @@ class LivePanes(App[None]):
         if sessions is not None:
             self.session_rows = sessions
             self._show_sessions()
+        # Last: a toast names its chat as the panes now do.
+        self._alert(alerts)
         if self._refresh_again:
             self._refresh_again = False
             self.request_refresh()
@@ -133,7 +136,7 @@ class LivePanes(App[None]):
         now = self.clock()
         fresh = []
         for row in changes.envelopes:
-            row = {**row, "_now": now}
+            row = {**row, "_now": now, "_chat": self.chats.envelope(row)}
             in_scope = self.session_filter in (None, row["session_id"])
             if not self.outbox_pane.patch_row(row) and in_scope:
                 fresh.append(row)
@@ -146,7 +149,9 @@ class LivePanes(App[None]):
         if not self._showing():
             return
         now = self.clock()
-        self.outbox_pane.replace_rows({**row, "_now": now} for row in window.rows)
+        self.outbox_pane.replace_rows(
+            {**row, "_now": now, "_chat": self.chats.envelope(row)} for row in window.rows
+        )
         self.outbox_total = window.total
         self._title_outbox()
 
@@ -205,7 +210,11 @@ class LivePanes(App[None]):
             self._show_sessions()
 
     def _show_sessions(self) -> None:
-        rows = merge_live(self.session_rows, self.surveys)
+        every = merge_live(self.session_rows, self.surveys)
+        if every != self.chats.rows:
+            self.chats = Directory(every)
+            self._rename_outbox()
+        rows = every
         if self.host_filter:
             rows = [row for row in rows if row["host"] == self.host_filter]
         title = "Chats" if not self.host_filter else f"Chats on {self.host_filter}"
@@ -213,3 +222,11 @@ class LivePanes(App[None]):
         if rows != self._sessions_shown:  # a survey that changed nothing redraws nothing
             self._sessions_shown = rows
             self.sessions_pane.replace_rows(rows)
+
+    def _rename_outbox(self) -> None:
+        """The outbox names each chat as the chats pane does: a name a Mac told since, or
+        a short id that grew (a new thread sharing its start), is patched in place."""
+        for row in list(self.outbox_pane.rows_by_key.values()):
+            called = self.chats.envelope(row)
+            if called != row.get("_chat"):
+                self.outbox_pane.patch_row({**row, "_chat": called})

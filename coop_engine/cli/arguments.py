@@ -1,7 +1,8 @@
 """The shapes of the `coop` command's arguments. Malformed input is a usage error (exit
-2), found before anything is opened; a well-formed id that names nothing is the ledger's
-refusal (exit 1). A rejected value is quoted whole: main's `_last_line` cuts a long one
-short."""
+2), found before anything is opened; a well-formed id (or a chat's name) that names
+nothing is the ledger's or the fleet's refusal (exit 1), and one that names several is a
+usage error again (exit 2: `errors.Ambiguous` lists them). A rejected value is quoted
+whole: main's `_last_line` cuts a long one short."""
 
 from __future__ import annotations
 
@@ -49,7 +50,8 @@ LONGEST_NAME = 255
 LONGEST_PATH = 4096  # PATH_MAX
 UUID_LENGTH = 36
 _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-SESSION_SHAPE = "claude:<session id> or codex:<thread id> (each a UUID)"
+_ID_TEXT = f"[0-9a-f-]{{1,{UUID_LENGTH}}}"  # an id, or the start of one
+SESSION_SHAPE = "claude:<session id> or codex:<thread id>"
 
 
 def unix_time(text: str) -> float:
@@ -90,19 +92,47 @@ def positive_int(text: str) -> int:
 
 
 def session_ref(text: str) -> str:
-    """`claude:<session id>` or `codex:<thread id>`, the id a UUID (lower-cased)."""
-    ref = text.strip().lower()
-    if re.fullmatch(f"(claude|codex):{_UUID}", ref) is None:
-        raise argparse.ArgumentTypeError(f"a chat is named {SESSION_SHAPE}, not {text!r}")
-    return ref
+    """A chat as the CLI shows it: `claude:<session id>` or `codex:<thread id>`, the
+    short id a listing printed or any start of an id (at least 4 characters; the vendor
+    may lead), or its name. A vendor and its id are lower-cased, a name kept as it is."""
+    return _chat_reference(text, ("claude", "codex"))
 
 
 def chat_id(text: str) -> str:
-    """A Claude session id, alone or as `claude:<session id>` (lower-cased)."""
-    ref = text.strip().lower()
-    if re.fullmatch(f"(claude:)?{_UUID}", ref) is None:
-        raise argparse.ArgumentTypeError(f"a session id is a UUID, or claude:<UUID>, not {text!r}")
-    return ref
+    """A Claude chat as `session_ref` takes one (`claude:` may lead; `codex:` may not)."""
+    return _chat_reference(text, ("claude",))
+
+
+def _chat_reference(text: str, vendors: tuple[str, ...]) -> str:
+    from coop_engine.naming import MIN_PREFIX, VENDORS
+
+    ref = text.strip()
+    if not ref or len(ref) > LONGEST_NAME or not ref.isprintable():
+        raise argparse.ArgumentTypeError(
+            f"a chat is named {SESSION_SHAPE}, its short id or its name "
+            f"(1 to {LONGEST_NAME} printable characters), not {text!r}"
+        )
+    word, colon, rest = ref.partition(":")
+    if not colon or re.fullmatch("[A-Za-z][A-Za-z0-9_-]*", word) is None:
+        return ref  # a name, a short id, or the start of an id
+    vendor, native_id = word.lower(), rest.strip().lower()
+    if vendor not in VENDORS:
+        if re.fullmatch(_ID_TEXT, native_id) is None:
+            return ref  # a name with a colon in it
+        raise argparse.ArgumentTypeError(f"a chat is named {SESSION_SHAPE}, not {text!r}")
+    if vendor not in vendors:
+        raise argparse.ArgumentTypeError(f"this command reads a Claude chat, not {text!r}")
+    if re.fullmatch(_ID_TEXT, native_id) is None or len(native_id) < MIN_PREFIX:
+        raise argparse.ArgumentTypeError(
+            f"after {vendor}: comes an id or at least {MIN_PREFIX} characters of one, not {text!r}"
+        )
+    return f"{vendor}:{native_id}"
+
+
+def full_ref(ref: str) -> bool:
+    """Whether a parsed reference is a whole `claude:<UUID>` or `codex:<UUID>`: such a
+    one is taken as it is, never looked up among the chats listed."""
+    return re.fullmatch(f"(claude|codex):{_UUID}", ref) is not None
 
 
 def envelope_id(text: str) -> str:

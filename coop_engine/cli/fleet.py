@@ -8,10 +8,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from coop_engine.cli.output import print_rows, short
+from coop_engine.cli.output import print_rows
 from coop_engine.errors import CoopError
 from coop_engine.formats import entry_lines, one_line, printable
 from coop_engine.home import coop_home
+from coop_engine.naming import short_ids
 from hosts.fleet import load_fleet
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
@@ -24,23 +25,34 @@ if TYPE_CHECKING:
 
 CHAT_COLUMNS: list[Column] = [
     ("HOST", lambda r: r["host"]),
-    ("SESSION", lambda r: short(r["session_id"])),
+    ("SESSION_ID", lambda r: r["short_id"]),
+    ("NAME", lambda r: r["label"]),
     ("PID", lambda r: r["pid"]),
-    ("NAME", lambda r: r["name"]),
     ("STATUS", lambda r: r["status"]),
     ("SOCKET", lambda r: r["socket"]),
     ("INBOUND", lambda r: f"{r['inbound']} ({r['inbound_source']})" if r["inbound"] else None),
     ("TMUX", lambda r: r["tmux"]),
+    ("CODEMAN", lambda r: codeman_cell(r["codeman"])),
 ]
 HOST_COLUMNS: list[Column] = [
-    ("MAC", lambda r: r["name"]),
+    ("HOST", lambda r: r["host"]),
     ("REACHABLE", lambda r: "yes" if r["reachable"] else "no"),
-    ("LATENCY", lambda r: None if r["latency_ms"] is None else f"{r['latency_ms']:.1f} ms"),
-    ("LIVE", lambda r: r["chats_live"]),
-    ("REGISTERED", lambda r: r["chats_registered"]),
-    ("CHECKED", lambda r: r["checked_at"]),
+    ("LATENCY_MS", lambda r: None if r["latency_ms"] is None else f"{r['latency_ms']:.1f}"),
+    ("CHATS_LIVE", lambda r: r["chats_live"]),
+    ("CHATS_REGISTERED", lambda r: r["chats_registered"]),
+    ("CHECKED_AT", lambda r: r["checked_at"]),
     ("REASON", lambda r: r["reason"]),
 ]
+
+
+def codeman_cell(found: dict[str, Any] | None) -> str | None:
+    """The Codeman session a chat's pane belongs to; a docker or ssh worker's says that
+    its own registry is another one than the Mac that listed the pane."""
+    if not found:
+        return None
+    if found["registry"] == "this":
+        return str(found["session"])
+    return f"{found['session']} ({found['kind']}, another registry)"
 
 
 def warn(message: str) -> None:
@@ -75,10 +87,20 @@ def _via(rows: list[dict[str, Any]], via: str) -> list[dict[str, Any]]:
     return [{**row, "via": via} for row in rows]
 
 
+def live_chats(host: str | None) -> tuple[dict[str, Any], str]:
+    """`coop chats`' answer, `{rows, failed}`, each row with the short id the listing
+    shows (`short_id`: unique among the rows), and how it came (`via`)."""
+    found, via = _ask("chats", {"host": host}, lambda desk: desk.chats(host))
+    rows = found["rows"]
+    shorts = short_ids(str(row["session_id"]) for row in rows)
+    found["rows"] = [{**row, "short_id": shorts[str(row["session_id"])]} for row in rows]
+    return found, via
+
+
 def chats(args: argparse.Namespace) -> int:
     """Live chats of one Mac (--host; its failure is the command's) or of every Mac (an
     unreachable one is a warning, the others are still listed)."""
-    found, via = _ask("chats", {"host": args.host}, lambda desk: desk.chats(args.host))
+    found, via = live_chats(args.host)
     for failed in found["failed"]:
         warn(f"{failed['host']}: {failed['cause']}; its chats are not listed")
     print_rows(_via(found["rows"], via), CHAT_COLUMNS, args.json)
@@ -86,18 +108,19 @@ def chats(args: argparse.Namespace) -> int:
 
 
 def hosts(args: argparse.Namespace) -> int:
-    """Every Mac checked at once; an unreachable one is a row with its reason."""
+    """Every Mac checked at once; an unreachable one is a row with its reason. Each row
+    adds `host`, the word every other listing uses for a Mac (the same as `name`)."""
     rows, via = _ask("hosts", {}, lambda desk: desk.hosts())
-    print_rows(_via(rows, via), HOST_COLUMNS, args.json)
+    print_rows([{**row, "host": row["name"]} for row in _via(rows, via)], HOST_COLUMNS, args.json)
     return 0
 
 
 def chat_show(args: argparse.Namespace) -> int:
     """A chat's registry entry and transcript tail, on whichever Mac it lives."""
-    session_id = args.session_id.removeprefix("claude:")
-    question = {"session_id": session_id, "host": args.host, "lines": args.lines}
+    session_id, host = _chat_to_show(args.session_id, args.host)
+    question = {"session_id": session_id, "host": host, "lines": args.lines}
     found, via = _ask(
-        "chat_show", question, lambda desk: desk.chat_show(session_id, args.host, args.lines)
+        "chat_show", question, lambda desk: desk.chat_show(session_id, host, args.lines)
     )
     for warning in found["warnings"]:
         warn(warning)
@@ -112,6 +135,36 @@ def chat_show(args: argparse.Namespace) -> int:
     else:
         _print_chat(view)
     return 0
+
+
+def _chat_to_show(ref: str, host: str | None) -> tuple[str, str | None]:
+    """The session id and Mac `coop chat show` reads. A whole id is read as it is, on the
+    Mac named or on any (a chat that ended may have left its transcript); anything else
+    names one of the live Claude chats `coop chats` lists."""
+    from coop_engine.cli.addressing import asked_line, live_pool, resolve_chat
+    from coop_engine.cli.arguments import full_ref
+
+    whole = ref.lower().removeprefix("claude:")
+    if full_ref(f"claude:{whole}"):
+        return whole, host
+    found, _ = live_chats(host)
+    failed = [(f["host"], f["cause"]) for f in found["failed"]]
+    for name, cause in failed:
+        warn(f"{name}: {cause}; its chats were not searched")
+    claude = [row for row in found["rows"] if row["vendor"] == "claude"]
+    chat = resolve_chat(ref, live_pool(claude), lambda: asked_line(_asked(host), failed))
+    return str(chat["session_id"]), str(chat["host"])
+
+
+def _asked(host: str | None) -> list[str]:
+    """The Macs a lookup of every Mac's chats asked (the one named, else the fleet's)."""
+    if host:
+        return [host]
+    fleet = load_fleet(coop_home())
+    try:
+        return list(fleet.hosts)
+    finally:
+        fleet.close()
 
 
 def _print_chat(view: dict[str, Any]) -> None:

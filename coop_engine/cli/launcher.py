@@ -49,11 +49,8 @@ def demo(args: argparse.Namespace) -> int:
 
 
 def _print_outbox() -> None:
-    from coop_engine import queries
-    from coop_engine.formats import one_line
+    """The demo's outbox, as `coop outbox` prints it."""
+    from coop_engine.cli.listings import OUTBOX_COLUMNS, outbox_rows
+    from coop_engine.cli.output import print_rows
 
-    for row in queries.outbox():
-        why = row["reason"] or row["last_error"] or ""
-        print(
-            one_line(f"{row['id'][:8]}  {row['kind']:<11} #{row['todo']}  {row['state']:<10} {why}")
-        )
+    print_rows(outbox_rows(), OUTBOX_COLUMNS, as_json=False)

@@ -9,15 +9,23 @@ import os
 import sys
 
 from coop_engine import queries
+from coop_engine.cli.addressing import asked_line, ledger_pool, live_pool, resolve_chat
+from coop_engine.cli.arguments import full_ref
+from coop_engine.cli.listings import session_cell, session_shorts
 from coop_engine.cli.output import print_rows
 from coop_engine.db import open_ledger
 from coop_engine.engine import Engine
 from coop_engine.home import coop_home
+from coop_engine.naming import chat_ref, short_ids
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
+    from coop_engine.cli.addressing import Chat
     from coop_engine.cli.output import Column
     from hosts.fleet import Fleet
+    from hosts.mac.host import Host
 
 
 def open_engine(actor: str = "coop") -> Engine:
@@ -99,6 +107,8 @@ def resend(args: argparse.Namespace) -> int:
         warn(looked["warning"])
     result = engine.resend(outbox_id, args.by)
     print(result["outbox"])
+    again = queries.envelope_row(result["outbox"])
+    note(f"sent again to {_chat_words(again, _shown_chat(again, []))}")
     return 0
 
 
@@ -139,7 +149,8 @@ def withdraw(args: argparse.Namespace) -> int:
 
 
 ADOPTION_COLUMNS: list[Column] = [
-    ("SESSION", lambda r: r["session"]),
+    ("SESSION", session_cell),
+    ("SESSION_NAME", lambda r: r["session_name"]),
     ("SEARCHED", lambda r: ", ".join(_answer(a) for a in r["searched"])),
     ("FOUND", lambda r: r["found"]),
     ("RESULT", lambda r: r["result"]),
@@ -147,12 +158,26 @@ ADOPTION_COLUMNS: list[Column] = [
 
 
 def adopt(args: argparse.Namespace) -> int:
+    """One adoption pass; each candidate with its chat's label and short id."""
     from coop_engine.loop.adoption import AdoptionPass
 
     fleet = _fleet()
     engine = open_engine()
     results = AdoptionPass(engine, fleet.hosts, fleet.office, log=lambda line: None).run()
-    print_rows(results, ADOPTION_COLUMNS, args.json)
+    sessions = queries.sessions()
+    shorts = session_shorts(sessions)
+    by_ref = {f"{s['vendor']}:{s['native_id']}": s for s in sessions}
+    rows = []
+    for result in results:
+        session = by_ref.get(result["session"])
+        rows.append(
+            {
+                **result,
+                "session_name": session["label"] if session else None,
+                "session_short_id": shorts[session["id"]] if session else None,
+            }
+        )
+    print_rows(rows, ADOPTION_COLUMNS, args.json)
     return 0
 
 
@@ -165,30 +190,55 @@ def _answer(answer: dict) -> str:
 def chief_set(args: argparse.Namespace) -> int:
     """Name the chief: a chat Coop has enrolled, or one live on some Mac now."""
     from coop_engine.cli.caller import caller_session, check_decider
-    from coop_engine.errors import NotFound
-    from coop_engine.loop.survey import find_session
 
     engine = open_engine(actor="dad")
     check_decider(engine, "chief set", "dad", caller_session())
-    vendor, _, native_id = args.session.partition(":")
-    enrolled = [
-        row["host"]
-        for row in queries.sessions()
-        if row["vendor"] == vendor and row["native_id"] == native_id
-    ]
-    if enrolled:
-        host = enrolled[0]
+    sessions = queries.sessions()
+    if full_ref(args.session):
+        ref = args.session
+        host = _enrolled_host(sessions, ref) or _live_host(ref)
     else:
-        fleet = _fleet()
-        try:
-            where = find_session(list(fleet.hosts.values()), vendor, native_id)
-        finally:
-            fleet.close()
-        if not where["found"]:
-            raise NotFound(f"{args.session} is neither enrolled nor live ({where['asked']})")
-        host = where["found"][0]
-    print(f"chief: {engine.set_chief(args.session, 'dad', host)['chief']}")
+        chat = _named_chief(args.session, sessions)
+        ref, host = chat_ref(chat), str(chat["host"])
+    print(f"chief: {engine.set_chief(ref, 'dad', host)['chief']}")
     return 0
+
+
+def _enrolled_host(sessions: list[dict[str, Any]], ref: str) -> str | None:
+    vendor, _, native_id = ref.partition(":")
+    enrolled = [s["host"] for s in sessions if (s["vendor"], s["native_id"]) == (vendor, native_id)]
+    return enrolled[0] if enrolled else None
+
+
+def _live_host(ref: str) -> str:
+    """The first Mac that has the chat now, or NotFound naming what each Mac said."""
+    from coop_engine.errors import NotFound
+    from coop_engine.loop.survey import find_session
+
+    vendor, _, native_id = ref.partition(":")
+    fleet = _fleet()
+    try:
+        where = find_session(list(fleet.hosts.values()), vendor, native_id)
+    finally:
+        fleet.close()
+    if not where["found"]:
+        raise NotFound(f"{ref} is neither enrolled nor live ({where['asked']})")
+    return str(where["found"][0])
+
+
+def _named_chief(text: str, sessions: list[dict[str, Any]]) -> Chat:
+    """The one chat, enrolled or live on some Mac now, that `text` names."""
+    from coop_engine.loop.survey import live_chats
+
+    fleet = _fleet()
+    try:
+        rows, failed = live_chats(list(fleet.hosts.values()))
+    finally:
+        fleet.close()
+    named = list(fleet.hosts)
+    asked = [(error.host, error.cause) for error in failed]
+    pool = ledger_pool(sessions) + live_pool(rows)
+    return resolve_chat(text, pool, lambda: "the ledger, " + asked_line(named, asked))
 
 
 def chief_show(args: argparse.Namespace) -> int:
@@ -212,28 +262,77 @@ def print_line(line: str) -> None:
 def invite(args: argparse.Namespace) -> int:
     """Invite one exact chat, after asking the Macs where it is live. No reachable Mac
     has it: refused, nothing created. The named Mac cannot be asked: the invitation is
-    recorded and waits, with a warning."""
+    recorded and waits, with a warning. A reference that is not a whole id names one of
+    the chats the Macs list (or, on a Mac that cannot be asked, one the ledger knows)."""
     from coop_engine.dispatching import parse_session_ref
     from coop_engine.loop.survey import locate_live, locate_thread
 
-    vendor, native_id = parse_session_ref(args.session)
     fleet = _fleet()
     engine = open_engine(actor="dad")
+    pool: list[dict[str, Any]] = []
     try:
         engine.todo(args.todo)  # an unknown todo is refused before any Mac is asked
         hosts = [fleet.host(args.host)] if args.host else list(fleet.hosts.values())
+        ref = args.session
+        if not full_ref(ref):
+            chat, pool = _invited_chat(ref, hosts)
+            ref, hosts = chat_ref(chat), [fleet.host(chat["host"])]
+        vendor, native_id = parse_session_ref(ref)
         locate = locate_live if vendor == "claude" else locate_thread
-        where = locate(hosts, native_id, args.session)
+        where = locate(hosts, native_id, ref)
     finally:
         fleet.close()
     entry = where["entry"] or {}
     result = engine.invite(
-        args.todo, args.session, where["host"], name=entry.get("name"), cwd=entry.get("cwd")
+        args.todo, ref, where["host"], name=entry.get("name"), cwd=entry.get("cwd")
     )
-    print(json.dumps(result) if args.json else result["outbox"])
+    invited = queries.envelope_row(result["outbox"])
+    shown = _shown_chat(invited, pool)
+    print(json.dumps({**result, **shown}) if args.json else result["outbox"])
+    # The note names the chat a short id or a name picked, as its Mac names it. A whole
+    # id sent to a Mac that could not be asked has no name yet: its warning says it waits.
+    if not args.json and (ref != args.session or not where["warning"]):
+        note(f"invited {_chat_words(invited, shown)} to todo #{args.todo}")
     if where["warning"]:
         warn(where["warning"])
     return 0
+
+
+def _invited_chat(ref: str, hosts: list[Host]) -> tuple[Chat, list[dict[str, Any]]]:
+    """The chat an invitation's reference names among the live chats of `hosts`, and
+    the ledger's chats on those that could not be asked; and the chats looked among."""
+    from coop_engine.loop.survey import live_chats
+
+    rows, failed = live_chats(hosts)
+    down = {error.host for error in failed}
+    known = [row for row in queries.sessions() if row["host"] in down]
+    pool = live_pool(rows) + ledger_pool(known)
+    named = [host.name for host in hosts]
+    asked = [(error.host, error.cause) for error in failed]
+    return resolve_chat(ref, pool, lambda: asked_line(named, asked)), pool
+
+
+def _shown_chat(envelope: dict[str, Any], pool: list[dict[str, Any]]) -> dict[str, Any]:
+    """An envelope's chat as a confirmation names it: `session_name` (its label) and
+    `session_short_id`, unique among the ledger's chats and those just looked among."""
+    vendor, _, native_id = str(envelope["session"]).partition(":")
+    known = [str(row["native_id"]) for row in queries.sessions()]
+    shorts = short_ids([native_id, *known, *(str(chat["session_id"]) for chat in pool)])
+    return {"session_name": envelope["session_name"], "session_short_id": shorts[native_id]}
+
+
+def _chat_words(envelope: dict[str, Any], shown: dict[str, Any]) -> str:
+    """`reviewer-7 (claude:abcd1111) on office`."""
+    vendor = str(envelope["session"]).partition(":")[0]
+    chat = f"{shown['session_name']} ({vendor}:{shown['session_short_id']})"
+    return f"{chat} on {envelope['host']}"
+
+
+def note(message: str) -> None:
+    """What a command did, for the person who typed it; stdout stays what scripts read."""
+    from coop_engine.formats import one_line
+
+    print(f"coop: {one_line(message)}", file=sys.stderr)
 
 
 def tick(args: argparse.Namespace) -> int:

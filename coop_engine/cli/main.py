@@ -187,7 +187,10 @@ def _invite(sub: Subparsers) -> None:
     invite = sub.add_parser("invite", help="invite one exact chat to a todo")
     invite.add_argument("todo", type=arguments.positive_int)
     invite.add_argument(
-        "--session", required=True, type=arguments.session_ref, help="claude:SESSION_ID"
+        "--session",
+        required=True,
+        type=arguments.session_ref,
+        help="the chat: claude:SESSION_ID, codex:THREAD_ID, its short id or its name",
     )
     invite.add_argument(
         "--host",
@@ -210,7 +213,9 @@ def _chief(sub: Subparsers) -> None:
     actions = chief.add_subparsers(dest="chief_command", metavar="ACTION", required=True)
     named = actions.add_parser("set", help="name the chief (Dad only)")
     named.add_argument(
-        "session", type=arguments.session_ref, help="claude:SESSION_ID or codex:THREAD_ID"
+        "session",
+        type=arguments.session_ref,
+        help="claude:SESSION_ID, codex:THREAD_ID, or a chat's short id or name",
     )
     named.set_defaults(handler=_ledger("chief_set"))
     actions.add_parser("show", help="which chat is the chief").set_defaults(
@@ -256,7 +261,7 @@ def _chat(sub: Subparsers) -> None:
         "session_id",
         metavar="SESSION_ID",
         type=arguments.chat_id,
-        help="SESSION_ID or claude:SESSION_ID",
+        help="SESSION_ID, claude:SESSION_ID, or a live chat's short id or name",
     )
     show.add_argument(
         "--host",

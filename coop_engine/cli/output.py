@@ -44,7 +44,3 @@ def print_rows(
             "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
         )
         out.write("\n")
-
-
-def short(text: str | None, size: int = 8) -> str:
-    return "-" if not text else text[:size]

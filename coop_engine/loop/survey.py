@@ -126,17 +126,21 @@ def predicted(chat: dict[str, Any]) -> dict[str, Any]:
 def survey_host(
     host: Host, clock: Clock = time.time, timer: Clock = time.perf_counter
 ) -> dict[str, Any]:
-    """One Mac for the app: its health row and its chats with predictions."""
+    """One Mac for the app: its health row, its chats with predictions and its Codex
+    threads (`threads`, as `coop chats` lists them: not archived, open or saved)."""
     row = health(host, clock, timer)
     row.setdefault("chats", [])
+    row.setdefault("threads", [])
     if not row["reachable"]:
         return row
     try:
-        listing = host.chats(with_policy=True)
+        listing = host.chats(with_policy=True, codex=True)
     except (HostError, NativeRefusal) as error:
         cause = error.cause if isinstance(error, HostError) else str(error)
         return {**row, "reachable": False, "reason": cause, "checked_at": iso(clock())}
     row["chats"] = [predicted(chat) for chat in listing["chats"]]
+    threads = listing["codex"]["threads"]
+    row["threads"] = [thread_row(host.name, t) for t in threads if not t["archived"]]
     row["skipped"] = listing.get("skipped", [])
     return row
 
@@ -348,11 +352,27 @@ def read_tail(host: Host, session_id: str, count: int) -> dict[str, Any]:
 
 
 def inspect_chat(host: Host, session_id: str, tail_bytes: int) -> dict[str, Any]:
-    """The inspector's reading of one chat: its live registry entry and transcript tail,
-    or `{"error": why}` when the Mac could not be asked."""
+    """The inspector's reading of one chat: a Claude chat's live registry entry and
+    transcript tail, or, for `codex:<thread id>`, the thread's record and rollout tail
+    (`inspect_thread`); `{"error": why}` when the Mac could not be asked. `vendor` says
+    which."""
+    vendor, _, native_id = session_id.partition(":")
+    if vendor not in ("claude", "codex") or not native_id:
+        vendor, native_id = "claude", session_id
     try:
-        entry = host.registry_entry(session_id)
-        tail = host.transcript_tail(session_id, tail_bytes)
+        if vendor == "codex":
+            return inspect_thread(host, native_id, tail_bytes)
+        entry = host.registry_entry(native_id)
+        tail = host.transcript_tail(native_id, tail_bytes)
     except (HostError, NativeRefusal) as error:
         return {"error": str(error)}
-    return {"entry": entry, "tail": tail}
+    return {"vendor": "claude", "entry": entry, "tail": tail}
+
+
+def inspect_thread(host: Host, thread_id: str, tail_bytes: int) -> dict[str, Any]:
+    """A Codex thread as its Mac keeps it: its record in the Mac's thread list (None
+    when the list has it no more) and its rollout's complete lines within `tail_bytes`
+    of the end. HostError or NativeRefusal (a malformed id) when it cannot be read."""
+    listing = host.codex_threads()
+    thread = next((t for t in listing["threads"] if t["id"] == thread_id), None)
+    return {"vendor": "codex", "entry": thread, "tail": host.rollout_tail(thread_id, tail_bytes)}

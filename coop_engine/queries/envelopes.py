@@ -8,7 +8,8 @@ from typing import Any
 
 import peewee as pw
 
-from coop_engine.errors import ENVELOPE_ID_TOO_SHORT, NotFound, shown
+from coop_engine import backoff
+from coop_engine.errors import ENVELOPE_ID_TOO_SHORT, Ambiguous, NotFound, shown
 from coop_engine.formats import iso
 from coop_engine.models import (
     Dispatch,
@@ -19,7 +20,8 @@ from coop_engine.models import (
     Session,
     database,
 )
-from coop_engine.naming import label
+from coop_engine.naming import CANDIDATES_SHOWN, label, short_ids
+from coop_engine.policy import expiry_unknown
 from coop_engine.queries.listings import event
 
 OUTBOX_WINDOW = 300
@@ -50,6 +52,26 @@ def codex_queue(row: Outbox) -> dict[str, Any] | None:
     return None if seen is None else {"queued": seen.queued, "open": seen.open}
 
 
+def waiting(row: Outbox) -> str | None:
+    """Why an envelope waits rather than being sent or given up, in words: refused
+    before sending (its next try), or uncertain and never expired for silence."""
+    if row.state == "pending":
+        return backoff.described(row)
+    if row.state != "uncertain" or row.session.vendor != "claude":
+        return None
+    inbound = (row.cursor or {}).get("inbound")
+    held = row.held or {}
+    if held.get("cause") == "parity":
+        if expiry_unknown(inbound):
+            return "held by the receiver, expiry unknown: never expired for silence"
+        return "held by the receiver until its approval dialog expires"
+    if held:
+        return "held by the receiver's settings: watched until they release it"
+    if (inbound or {}).get("verdict") == "unknown":
+        return "the receiver's verdict is unknown: never expired for silence"
+    return None
+
+
 def envelope(row: Outbox) -> dict[str, Any]:
     """One envelope as `coop outbox --json` shows it (row joined with its session and
     dispatch). `door` is claude or codex; `queued`, for a Codex envelope sent and not
@@ -73,6 +95,7 @@ def envelope(row: Outbox) -> dict[str, Any]:
         "conflict": row.conflict,
         "last_error": row.last_error,
         "held": row.held,
+        "waiting": waiting(row),
         "inbound": (row.cursor or {}).get("inbound"),
         "resent_as": row.resent_as,
         "resent_from": row.resent_from,
@@ -111,24 +134,42 @@ def outbox(limit: int | None = None) -> list[dict[str, Any]]:
 
 def resolve_outbox_id(text: str) -> str:
     """An envelope id, or a unique prefix of one (at least MIN_ID_PREFIX characters) as
-    the tables show them. NotFound, in one short line, when it names no envelope or
-    several, or is too short to name one."""
-    text = text.strip()
-    if len(text) < MIN_ID_PREFIX:
+    the tables show them. NotFound, in one short line, when it names no envelope or is
+    too short to name one; Ambiguous when it names several, listing them (their short
+    ids, kind, todo and chat)."""
+    wanted = text.strip().lower()
+    if len(wanted) < MIN_ID_PREFIX:
         raise NotFound(ENVELOPE_ID_TOO_SHORT.format(count=MIN_ID_PREFIX))
-    if len(text) > len("00000000-0000-0000-0000-000000000000"):
+    if len(wanted) > len("00000000-0000-0000-0000-000000000000"):
         # Longer than a UUID names nothing, and SQLite refuses a LIKE pattern of 50,000.
-        raise NotFound(f"No outbox envelope {shown(text)}")
-    if Outbox.get_or_none(Outbox.id == text) is not None:
-        return text
-    matches = [
-        row.id for row in Outbox.select(Outbox.id).where(Outbox.id.startswith(text)).limit(2)
-    ]
+        raise NotFound(f"No outbox envelope {shown(text.strip())}")
+    if Outbox.get_or_none(Outbox.id == wanted) is not None:
+        return wanted
+    matches = sorted(
+        str(row.id) for row in Outbox.select(Outbox.id).where(Outbox.id.startswith(wanted))
+    )
     if len(matches) == 1:
-        return str(matches[0])
-    if len(matches) > 1:
-        raise NotFound(f"{text} names more than one envelope; give more of its id")
-    raise NotFound(f"No outbox envelope {shown(text)}")
+        return matches[0]
+    if matches:
+        raise Ambiguous(_envelopes_named(wanted, matches))
+    raise NotFound(f"No outbox envelope {shown(text.strip())}")
+
+
+def _envelopes_named(wanted: str, matches: list[str]) -> str:
+    """One line naming the envelopes a prefix matched: `ab12cd34 (invitation, todo #3,
+    reviewer-7)`, the first few and how many more."""
+    shorts = short_ids(matches)
+    listed = [envelope(row) for row in _joined().where(Outbox.id.in_(matches[:CANDIDATES_SHOWN]))]
+    listed.sort(key=lambda row: str(row["id"]))
+
+    def candidate(row: dict[str, Any]) -> str:
+        todo = f", todo #{row['todo']}" if row["todo"] is not None else ""
+        return f"{shorts[row['id']]} ({row['kind']}{todo}, {row['session_name']})"
+
+    more = len(matches) - len(listed)
+    tail = f" and {more} more" if more > 0 else ""
+    names = ", ".join(candidate(row) for row in listed)
+    return f"{wanted!r} names {len(matches)} envelopes: {names}{tail}; give more of the id"
 
 
 # --- the pane's window -------------------------------------------------------------------

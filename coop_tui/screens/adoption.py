@@ -31,25 +31,37 @@ def _searched(row: dict[str, Any]) -> str | None:
 
 
 def _minute(iso: str | None) -> str | None:
-    """`2026-05-04T09:07:51.500Z` -> `2026-05-04 09:07 UTC`: the table fits 160 columns,
-    the 48 h hold included."""
-    return f"{iso[:10]} {iso[11:16]} UTC" if iso else None
+    """`2026-05-04T09:07:51.500Z` -> `2026-05-04 09:07Z` (UTC): the table fits 160
+    columns, the chat's name and the 48 h hold included."""
+    return f"{iso[:10]} {iso[11:16]}Z" if iso else None
 
 
 class TakersTable(LedgerTable):
+    """CLI takers (SESSION_NAME and SESSION the chat as the panes name it, `_chat`, set
+    by the screen; HOST the Mac its take declared)."""
+
     COLUMNS: ClassVar[list[Column]] = [
-        ("session", "CHAT", lambda r: cells.plain(f"{r['vendor']}:{r['native_id'][:8]}")),
-        ("host", "DECLARED", lambda r: cells.plain(r["host"])),
-        ("todos", "TODOS", lambda r: cells.plain(", ".join(f"#{t}" for t in r["todos"]) or None)),
+        ("name", "SESSION_NAME", lambda r: cells.plain(r["_chat"].name)),
+        ("session", "SESSION", lambda r: cells.plain(r["_chat"].ref)),
+        ("host", "HOST", lambda r: cells.plain(r["host"])),
+        ("todos", "TODOS", lambda r: cells.todos(r["todos"])),
         ("mode", "MODE", lambda r: cells.plain(r.get("mode"))),
-        ("searched", "ASKED", lambda r: cells.plain(_searched(r))),
-        ("result", "ANSWER", lambda r: cells.plain((r.get("adoption") or {}).get("result"))),
-        ("tried", "WHEN", lambda r: cells.plain(_minute(r.get("searched_at")))),
-        ("hold", "REFUSED UNTIL", lambda r: cells.plain(_minute(r.get("refused_until")), "red")),
+        ("searched", "SEARCHED", lambda r: cells.plain(_searched(r))),
+        ("result", "RESULT", lambda r: cells.plain((r.get("adoption") or {}).get("result"))),
+        (
+            "tried",
+            "SEARCHED_AT",
+            lambda r: cells.at(r.get("searched_at"), _minute(r.get("searched_at"))),
+        ),
+        (
+            "hold",
+            "REFUSED_UNTIL",
+            lambda r: cells.at(r.get("refused_until"), _minute(r.get("refused_until")), "red"),
+        ),
     ]
     # The answer (the engine's clash message is long) is what the review is for: the
     # other columns leave, least needed first, before it is cut (with an ellipsis).
-    DROP_FIRST = ("mode", "todos", "host", "tried", "hold", "searched")
+    DROP_FIRST = ("mode", "todos", "host", "tried", "hold", "searched", "name")
     FLEX = "result"
     FLEX_MIN = 56
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -99,7 +111,10 @@ class AdoptionScreen(OfTheApp, Screen[None]):
         self.app.call_from_thread(self.show, rows)
 
     def show(self, rows: list[dict[str, Any]]) -> None:
-        self.query_one(TakersTable).replace_rows(rows)
+        chats = self.coop.chats
+
+        named = [{**row, "_chat": chats.session(row)} for row in rows]
+        self.query_one(TakersTable).replace_rows(named)
 
     def action_dismiss_row(self) -> None:
         row = self.query_one(TakersTable).selected()
@@ -122,14 +137,14 @@ class AdoptionScreen(OfTheApp, Screen[None]):
         if row is None:
             self.notify("No CLI taker selected", severity="warning")
             return
-        self.adopt(int(row["id"]))
+        self.adopt(int(row["id"]), row["_chat"].words)
 
     @work(thread=True, group="adoption", exit_on_error=False)
-    def adopt(self, session_id: int) -> None:
+    def adopt(self, session_id: int, called: str) -> None:
         engine = self.coop.engine
         if engine is None:
             return
         result = self.coop.office.adopt(engine, session_id)
         # A Mac's answer is data: plain text, never markup.
-        self.notify(f"{result['session'][:15]}: {result['result']}", title="Adoption", markup=False)
+        self.notify(f"{called}: {result['result']}", title="Adoption", markup=False)
         self.load()

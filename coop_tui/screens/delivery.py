@@ -18,6 +18,7 @@ from textual.widgets import Footer, Header, Static
 
 from coop_engine import queries
 from coop_tui import explain
+from coop_tui.chats import Directory
 from coop_tui.decisions import withdrawable
 from coop_tui.messages import ResendRequested, WithdrawRequested
 from coop_tui.screens.base import OfTheApp
@@ -142,12 +143,17 @@ def history_table(detail: dict[str, Any]) -> Table:
     return table
 
 
-def render_detail(detail: dict[str, Any]) -> Group:
+def render_detail(detail: dict[str, Any], chat: str | None = None) -> Group:
+    """The delivery detail; `chat` is the envelope's chat as the panes call it (default:
+    its label and the start of its id)."""
+    if chat is None:
+        chat = Directory().envelope(detail).words
+    detail = {**detail, "chat_words": chat}
     title = Text.assemble(
         (f"{detail['kind']} ", "bold"),
         (detail["id"], "bold cyan"),
         f"  todo #{detail.get('todo')}  ",
-        (detail["session"], ""),
+        (chat, ""),
         f" on {detail['host']}  ",
         (explain.state_words(detail["state"]), "bold"),
     )
@@ -247,7 +253,8 @@ class DeliveryScreen(OfTheApp, Screen[None]):
 
     def show(self, detail: dict[str, Any]) -> None:
         self.detail = detail
-        self.query_one("#detail-body", Static).update(render_detail(detail))
+        chat = self.coop.chats.envelope(detail).words
+        self.query_one("#detail-body", Static).update(render_detail(detail, chat))
         self.refresh_bindings()  # Withdraw is shown only where it can work
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

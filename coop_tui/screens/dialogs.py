@@ -4,6 +4,7 @@ Withdraw, filter, invite (with its second confirmation for a refusing chat), add
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -18,6 +19,7 @@ from textual.widgets.option_list import Option
 from coop_engine import queries
 from coop_engine.errors import CoopError
 from coop_tui import explain
+from coop_tui.chats import shown_id
 from coop_tui.messages import LedgerChanged
 from coop_tui.screens.base import OfTheApp
 
@@ -59,7 +61,7 @@ class ConfirmResend(OfTheApp, YesNo):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Label(Text(f"Send again {self.outbox_id[:8]}?", style="bold"))
+            yield Label(Text(f"Send again {self.outbox_id[:8]}?", style="bold"), id="title")
             yield Static(Text("Loading the proof of loss…", style="dim"), id="proof")
             yield from self.buttons("Send again")
         yield Footer()
@@ -76,6 +78,9 @@ class ConfirmResend(OfTheApp, YesNo):
 
     def show(self, detail: dict[str, Any], looked: dict[str, Any]) -> None:
         self.refusal = looked["refusal"]
+        chat = self.coop.chats.envelope(detail).words
+        said = f"Send again {self.outbox_id[:8]} to {chat} on {detail['host']}?"
+        self.query_one("#title", Label).update(Text(said, style="bold"))
         lines = [Text("Proven not delivered:", style="bold")]
         lines += [Text(f"  {line}") for line in explain.proof_of_loss(detail.get("expiry"))]
         lines.append(Text(f"Predicted at send: {explain.prediction(looked['at_send'])}"))
@@ -100,15 +105,16 @@ class ConfirmResend(OfTheApp, YesNo):
         self.dismiss(yes)
 
 
-def withdrawal_words(envelope: dict[str, Any]) -> list[str]:
-    """What Withdraw will do to this envelope, before anything is decided."""
+def withdrawal_words(envelope: dict[str, Any], chat: str) -> list[str]:
+    """What Withdraw will do to this envelope, before anything is decided; `chat` is its
+    chat as the panes call it."""
     if envelope["state"] == "pending":
         return [
+            f"To {chat} on {envelope['host']}.",
             "It was never sent: it is cancelled, and an invitation's dispatch with it.",
         ]
-    thread = envelope["session"].partition(":")[2]
     lines = [
-        f"Coop asks Codex on {envelope['host']} to delete it from thread {thread[:8]}'s queue.",
+        f"Coop asks Codex on {envelope['host']} to delete it from the queue of {chat}.",
         "Only Codex's answer deleted: true proves it will never run: it then expires"
         " (withdrawn-from-queue), and Send again may follow, once.",
         "If Codex already took it, nothing changes: watch for its receipt.",
@@ -133,12 +139,13 @@ class ConfirmWithdraw(YesNo):
         Binding("n,escape", "answer(False)", "Cancel", id="withdraw.no", tooltip="Change nothing"),
     ]
 
-    def __init__(self, envelope: dict[str, Any]) -> None:
+    def __init__(self, envelope: dict[str, Any], chat: str) -> None:
         super().__init__()
         self.envelope = envelope
+        self.chat = chat
 
     def compose(self) -> ComposeResult:
-        lines = [Text(line) for line in withdrawal_words(self.envelope)]
+        lines = [Text(line) for line in withdrawal_words(self.envelope, self.chat)]
         lines.append(Text("A withdrawal is a decision: it is recorded as Dad's.", style="italic"))
         with Vertical(id="dialog"):
             yield Label(Text(f"Withdraw {self.envelope['id'][:8]}?", style="bold"))
@@ -255,21 +262,47 @@ class ConfirmRefusing(YesNo):
         yield Footer()
 
 
-def chat_label(host: str, chat: dict[str, Any]) -> Text:
-    """A chat in the invite list: Mac, id, name, status, and its predicted verdict."""
-    name, status = chat.get("name") or "", chat.get("status") or ""
-    verdict = explain.inbound_words(chat.get("inbound")) or "verdict not known yet"
-    style = {"accept": "green", "hold": "yellow", "refuse": "red"}.get(
-        str((chat.get("inbound") or {}).get("verdict")), "dim"
-    )
+VERDICT_STYLES = {"accept": "green", "hold": "yellow", "refuse": "red", "queued": "cyan"}
+
+
+def chat_label(chat: dict[str, Any]) -> Text:
+    """A chat in the invite list (a chats pane row): Mac, name, short id, status, and its
+    predicted verdict (a Codex thread: queued in Codex, and when it runs)."""
+    inbound = chat.get("inbound")
+    style = VERDICT_STYLES.get(str((inbound or {}).get("verdict")), "dim")
+    shown = shown_id(chat["vendor"], chat["short"])
     return Text.assemble(
-        f"{host}  {chat['session_id'][:8]}  ", (name, "bold"), f"  {status}  ", (verdict, style)
+        f"{chat['host']}  ",
+        (" ".join(str(chat["label"]).split()), "bold"),
+        f"  {shown}  {chat.get('status') or ''}  ",
+        (explain.route_words(inbound), style),
     )
 
 
-class InviteDialog(OfTheApp, ModalScreen[tuple[int, str, str] | None]):
-    """Pick a todo (enter), then a live chat on any Mac, each with its predicted verdict;
-    `+` adds a todo here."""
+@dataclass(frozen=True)
+class Invitee:
+    """Who the invite dialog picked: the todo, and the chat as the engine's invite takes
+    it (`claude:<id>` or `codex:<thread id>`, its Mac, the name and folder its Mac
+    told), and what the panes call it."""
+
+    todo: int
+    ref: str
+    host: str
+    name: str | None
+    cwd: str | None
+    called: str
+
+
+def invitable(chats: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The chats one may invite now: Claude chats live on a Mac and Codex threads a Mac
+    keeps (open or saved), by Mac, Claude's first, then by name."""
+    live = [chat for chat in chats if chat.get("live")]
+    return sorted(live, key=lambda c: (c["host"], c["vendor"], str(c["label"]).lower()))
+
+
+class InviteDialog(OfTheApp, ModalScreen[Invitee | None]):
+    """Pick a todo (enter), then a Claude chat or a Codex thread on any Mac, each with its
+    predicted verdict; `+` adds a todo here."""
 
     AUTO_FOCUS = "#todos"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -295,12 +328,10 @@ class InviteDialog(OfTheApp, ModalScreen[tuple[int, str, str] | None]):
 
     def on_mount(self) -> None:
         chats = self.query_one("#chats", OptionList)
-        for host, survey in sorted(self.coop.surveys.items()):
-            for chat in survey.get("chats", []):
-                if chat.get("live"):
-                    key = f"{host}|claude:{chat['session_id']}"
-                    self.chats[key] = chat
-                    chats.add_option(Option(chat_label(host, chat), id=key))
+        for chat in invitable(self.coop.chats.rows):
+            key = f"{chat['host']}|{chat['vendor']}:{chat['native_id']}"
+            self.chats[key] = chat
+            chats.add_option(Option(chat_label(chat), id=key))
         if not self.chats:
             chats.add_option(Option(Text("No live chat on any Mac yet"), disabled=True))
         self.query_one("#todos", OptionList).focus()
@@ -350,13 +381,14 @@ class InviteDialog(OfTheApp, ModalScreen[tuple[int, str, str] | None]):
             return
         key = str(event.option.id)
         host, ref = key.split("|", 1)
-        chosen = (self.todo, ref, host)
-        chat = self.chats.get(key, {})
+        chat = self.chats[key]
+        called = self.coop.chats.session(chat).words
+        chosen = Invitee(self.todo, ref, host, chat.get("name"), chat.get("cwd"), called)
         why = explain.will_not_arrive(chat.get("inbound"))
         if why is None:
             self.dismiss(chosen)
             return
-        who = f"{chat.get('name') or ref} on {host}"
+        who = f"{called} on {host}"
 
         def decided(yes: bool | None) -> None:
             if yes:

@@ -45,12 +45,32 @@ GLOSSARY = (
         " adoption makes it managed",
     ),
     (
-        "generation (GEN)",
+        "GENERATION",
         "the enrollment's number, raised each time a chat is enrolled again (adoption):"
         " an envelope belongs to one generation, and an older one's is never delivered",
     ),
+    (
+        "NAME · SESSION_ID",
+        "what a chat is called (its name, else its folder) and its short id: the shortest"
+        " start of its id no other chat listed shares, at least 8 characters (a Codex"
+        " thread's may be longer); coop takes it back (coop invite 2 --session codex:ID)",
+    ),
     ("MODE", "managed or observed for an enrolled chat; live for one Coop has not enrolled"),
-    ("CHATS 5/6", "on a Mac: 5 live chats of the 6 its registry lists"),
+    (
+        "open · saved",
+        "a Codex thread's STATUS: some process holds it open (a message queued now runs"
+        " within about 10 s), or it is saved on disk (a queued message waits until it is"
+        " opened)",
+    ),
+    (
+        "CODEMAN",
+        "the Codeman session a chat's tmux pane belongs to (codeman-<id8>); a docker or ssh"
+        " worker's lives in another registry. Claude Code before 2.1.226 records no tmux pane",
+    ),
+    (
+        "CHATS_LIVE · CHATS_REGISTERED",
+        "on a Mac: the live chats, and all its registry lists (an exited chat's entry stays)",
+    ),
     (
         "the five facts",
         "stored, transport, received, accepted, outcome (S T R A O): each true only with"
@@ -89,7 +109,7 @@ KEYS_ELSEWHERE = (
     ("j k ↓ ↑", "Move", "In every table: the next and the previous row"),
     ("g G Home End", "First, last", "In every table: the first and the last row"),
     ("PgUp PgDn", "Page", "In every table: a page up or down"),
-    ("s", "Sort", "Sort by the next column (again: reversed); or click a header"),
+    ("s", "Sort", "Sort by the next column, by value (again: reversed); or click a header"),
     ("z", "Maximise", "The focused pane alone on the screen; z or escape restores"),
     ("C", "Copy id", "Copy the selected row's full id to the clipboard (the terminal's)"),
     (
@@ -143,7 +163,9 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll(id="help"):
             yield Static(Text("Keys", style="bold underline"))
             yield Static(keys)
-            yield Static(Text("\nThe five facts (outbox column S T R A O)", style="bold underline"))
+            yield Static(
+                Text("\nThe five facts (outbox column FACTS: S T R A O)", style="bold underline")
+            )
             yield Static(marks)
             yield Static(
                 Text(

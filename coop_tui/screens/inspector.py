@@ -1,6 +1,8 @@
-"""Chat inspector: any chat on any Mac (over ssh for remote ones): its registry entry,
-socket verdict and transcript tail, peer entries and finals marked. Everything a chat
-wrote is shown as plain text."""
+"""Chat inspector: any chat on any Mac (over ssh for remote ones). A Claude chat: its
+registry entry (its Codeman session among the fields), socket verdict and transcript
+tail, peer entries and finals marked. A Codex thread: its record in the Mac's thread
+list (open or saved) and its rollout's tail, the envelopes' receipts and the turns'
+finals marked. Everything a chat wrote is shown as plain text."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from textual.widgets import Footer, Header, Static
 
 from coop_engine.formats import EntryLine, entry_lines
 from coop_tui import explain
+from coop_tui.rollouts import rollout_lines
 from coop_tui.screens.base import OfTheApp
 
 TAIL_BYTES = 64 << 10
@@ -39,17 +42,35 @@ def describe_line(line: EntryLine) -> Text:
     )
 
 
-def registry_entry(entry: dict[str, Any] | None, now: float, raw: bool = False) -> Any:
-    """The registry entry as labelled fields with relative times, or (raw) its JSON."""
-    if not entry:
-        return Text("no live registry entry", style="dim")
-    if raw:
-        return Text(json.dumps(entry, indent=2, sort_keys=True))
+def labelled(rows: list[tuple[str, str]]) -> Table:
+    """(label, words) rows as a grid; the words folded, never cut."""
     fields = Table.grid(padding=(0, 2))
-    for label, words in explain.registry_fields(entry, now):
+    for label, words in rows:
         fields.add_row(Text(label, style="bold"), Text(words, overflow="fold"))
     fields.add_row(Text(""), Text("J shows the raw JSON", style="dim"))
     return fields
+
+
+def registry_entry(
+    entry: dict[str, Any] | None, now: float, raw: bool = False, tmux: str | None = None
+) -> Any:
+    """The registry entry as labelled fields with relative times, or (raw) its JSON;
+    with no live entry, the Codeman session of the tmux pane the ledger recorded."""
+    if not entry:
+        gone = Text("no live registry entry", style="dim")
+        return Group(gone, Text(f"Codeman: {explain.codeman_words(tmux)}")) if tmux else gone
+    if raw:
+        return Text(json.dumps(entry, indent=2, sort_keys=True))
+    return labelled(explain.registry_fields(entry, now))
+
+
+def thread_record(thread: dict[str, Any] | None, now: float, raw: bool = False) -> Any:
+    """A Codex thread's record as labelled fields, or (raw) its JSON."""
+    if not thread:
+        return Text("not in this Mac's thread list (deleted, or never saved here)", style="dim")
+    if raw:
+        return Text(json.dumps(thread, indent=2, sort_keys=True))
+    return labelled(explain.thread_fields(thread, now))
 
 
 class InspectorScreen(OfTheApp, Screen[None]):
@@ -97,17 +118,18 @@ class InspectorScreen(OfTheApp, Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.sub_title = (
-            f"{self.chat['vendor']}:{self.chat['native_id'][:8]} on {self.chat['host']}"
-        )
+        self.sub_title = f"{self.coop.chats.session(self.chat).words} on {self.chat['host']}"
         self.action_reload()
 
     def action_reload(self) -> None:
-        self.read(self.chat["host"], self.chat["native_id"])
+        native_id = self.chat["native_id"]
+        # A Codex thread is asked for by its door's name: a thread id is no Claude chat's.
+        asked = f"codex:{native_id}" if self.chat["vendor"] == "codex" else native_id
+        self.read(self.chat["host"], asked, native_id)
 
     @work(thread=True, exclusive=True, exit_on_error=False)
-    def read(self, host_name: str, native_id: str) -> None:
-        found = self.coop.office.inspect(host_name, native_id, TAIL_BYTES)
+    def read(self, host_name: str, asked: str, native_id: str) -> None:
+        found = self.coop.office.inspect(host_name, asked, TAIL_BYTES)
         survey = self.coop.surveys.get(host_name, {})
         found["socket"] = next(
             (c["socket"] for c in survey.get("chats", []) if c.get("session_id") == native_id), None
@@ -121,10 +143,12 @@ class InspectorScreen(OfTheApp, Screen[None]):
             body.update(Text(found["error"], style="red"))
             return
         lines = [(int(offset), str(text)) for offset, text in found["tail"]["lines"]]
-        entry = found["entry"]
+        if found.get("vendor") == "codex":
+            body.update(Group(*self.thread_parts(found, lines)))
+            return
         parts: list[Any] = [
             Text("Registry entry", style="bold underline"),
-            registry_entry(entry, self.app_now(), raw=self.raw),
+            registry_entry(found["entry"], self.app_now(), self.raw, self.chat.get("tmux")),
             Text.assemble(("Socket: ", "bold"), found.get("socket") or "unknown"),
             Text(
                 f"Transcript: {found['tail'].get('path') or 'none yet (no message so far)'}",
@@ -134,3 +158,17 @@ class InspectorScreen(OfTheApp, Screen[None]):
         ]
         parts += [describe_line(line) for line in entry_lines(lines)]
         body.update(Group(*parts))
+
+    def thread_parts(self, found: dict[str, Any], lines: list[tuple[int, str]]) -> list[Any]:
+        """A Codex thread: its record, the route a message to it takes, its rollout."""
+        parts: list[Any] = [
+            Text("Codex thread", style="bold underline"),
+            thread_record(found["entry"], self.app_now(), self.raw),
+            Text.assemble(("Route: ", "bold"), explain.route_words(self.chat.get("inbound"))),
+            Text(
+                f"Rollout: {found['tail'].get('path') or 'none yet (no turn so far)'}",
+                style="bold",
+            ),
+            Text("◆ an envelope's receipt (its id as the client id)   ■ turn final", style="dim"),
+        ]
+        return parts + [describe_line(line) for line in rollout_lines(lines)]

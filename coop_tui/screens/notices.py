@@ -17,23 +17,30 @@ from coop_tui.widgets import cells
 from coop_tui.widgets.panes import Column, LedgerTable
 
 
-def _todo(row: dict[str, Any]) -> str:
-    return f"#{row['todo']}" if row.get("todo") else ""
-
-
 class NoticesTable(LedgerTable):
+    """What Dad was told, each notice whole: its text wraps onto as many lines as it
+    needs, never cut. SESSION_NAME and SESSION name its chat as the panes do (`_chat`,
+    set by the screen: chats.Called)."""
+
     COLUMNS: ClassVar[list[Column]] = [
-        ("at", "AT", lambda r: cells.plain(r["at"])),
+        ("at", "AT", lambda r: cells.at(r["at"])),
         ("kind", "KIND", lambda r: cells.plain(r["kind"], "bold")),
-        ("chat", "CHAT", lambda r: cells.plain(r.get("chat") or "")),
-        ("mac", "MAC", lambda r: cells.plain(r.get("mac") or "")),
-        ("todo", "TODO", lambda r: cells.plain(_todo(r))),
-        ("text", "TEXT", lambda r: cells.plain(r["text"])),
+        ("name", "SESSION_NAME", lambda r: cells.plain(r["_chat"] and r["_chat"].name)),
+        ("session", "SESSION", lambda r: cells.plain(r["_chat"] and r["_chat"].ref)),
+        ("mac", "HOST", lambda r: cells.plain(r.get("mac"))),
+        (
+            "todo",
+            "TODO",
+            lambda r: cells.number(r.get("todo"), f"#{r['todo']}" if r.get("todo") else None),
+        ),
+        ("text", "TEXT", lambda r: cells.wrapped(r["text"])),
     ]
-    # What Dad was told stays; the columns that name where leave first, least needed
-    # first, before anything is cut (the envelope's detail names them all).
-    DROP_FIRST = ("todo", "mac", "chat")
+    # What Dad was told stays whole; the columns that name where leave first, least
+    # needed first, to give it room (the envelope's detail names them all).
+    DROP_FIRST = ("todo", "mac", "session", "name")
     FLEX = "text"
+    FLEX_MIN = 30  # wrapped narrower, a notice would run off a short terminal
+    WRAP = "text"
 
 
 class NotificationsScreen(OfTheApp, Screen[None]):
@@ -57,7 +64,9 @@ class NotificationsScreen(OfTheApp, Screen[None]):
         self.app.call_from_thread(self.show, rows)
 
     def show(self, rows: list[dict[str, Any]]) -> None:
-        self.query_one(NoticesTable).replace_rows(rows)
+        envelopes = self.coop.outbox_pane.rows_by_key
+        named = [{**row, "_chat": self.coop.chats.place(row, envelopes)} for row in rows]
+        self.query_one(NoticesTable).replace_rows(named)
 
     @on(DataTable.RowSelected, "#notices")
     def _notice_selected(self, event: DataTable.RowSelected) -> None:

@@ -9,27 +9,33 @@ from typing import Any
 from rich.text import Text
 
 from coop_tui import explain
+from coop_tui.chats import Called, Directory
 
 FACTS = ("stored", "transport", "received", "accepted", "outcome")
 DONE, PENDING, UNKNOWN = "●", "○", "?"
 
 
-def plain(value: Any, style: str = "") -> Text:
+def plain(value: Any, style: str = "", order: tuple[Any, ...] | None = None) -> Text:
     """A cell that shows `value` literally: `[bold]` stays `[bold]`; cut to a narrow
-    column, it ends in an ellipsis."""
+    column, it ends in an ellipsis. With `order`, it sorts by that, not by its text."""
     if value is None or value == "":
         return Text("-", style="dim")
-    return Text(
-        str(value).replace("\n", " "), style=style, no_wrap=True, overflow="ellipsis", end=""
-    )
+    shown = str(value).replace("\n", " ")
+    options: dict[str, Any] = {"style": style, "no_wrap": True, "overflow": "ellipsis", "end": ""}
+    return Text(shown, **options) if order is None else Ordered(shown, order, **options)
 
 
-def short(value: str | None, size: int = 8) -> Text:
-    return plain(value[:size] if value else None)
+def wrapped(value: Any, style: str = "") -> Text:
+    """A cell shown whole, wrapped at words over as many lines as it needs (the table's
+    WRAP column): what Dad was told is never cut."""
+    if value is None or value == "":
+        return Text("-", style="dim")
+    return Text(" ".join(str(value).split()), style=style, overflow="fold", end="")
 
 
 class Ordered(Text):
-    """A cell that knows where its row sorts: DataTable sorts rows by their cells."""
+    """A cell that knows where its row sorts: DataTable sorts rows by their cells, and
+    a number, a time or an age sorts as the value it is, never as its text."""
 
     def __init__(self, text: str, order: tuple[Any, ...], **style: Any) -> None:
         super().__init__(text, **style)
@@ -40,11 +46,35 @@ def ordered(value: str, order: tuple[Any, ...], size: int = 8) -> Ordered:
     return Ordered(value[:size], order, no_wrap=True, end="")
 
 
+def number(value: float | None, shown: str | None = None, style: str = "") -> Text:
+    """A count, a pid, a generation or a measure: shown as `shown` (default: itself),
+    sorted as the number."""
+    if value is None:
+        return plain(None)
+    return plain(str(value) if shown is None else shown, style, order=(value,))
+
+
+def at(iso: str | None, shown: str | None = None, style: str = "") -> Text:
+    """A time: shown as `shown` (default: the ISO text), sorted as the moment it is."""
+    moment = parse_iso(iso)
+    if moment is None:
+        return plain(None)
+    return plain(iso if shown is None else shown, style, order=(moment,))
+
+
+def todos(ids: list[int] | None) -> Text:
+    """A chat's bound todos, `#3, #12`, sorted by their numbers."""
+    if not ids:
+        return plain(None)
+    return plain(", ".join(f"#{t}" for t in ids), order=tuple(ids))
+
+
 def fact_marks(row: dict[str, Any]) -> Text:
-    """The five facts at a glance: ● done, ○ not yet, ? unknown (sent, not yet seen)."""
+    """The five facts at a glance: ● done, ○ not yet, ? unknown (sent, not yet seen);
+    sorted by how far the delivery got."""
     facts = row["facts"]
     sent = facts["transport"] is not None or row["state"] in ("uncertain", "delivered", "expired")
-    text = Text(no_wrap=True, end="")
+    text = Ordered("", tuple(bool(facts[name]) for name in FACTS), no_wrap=True, end="")
     for name in FACTS:
         if facts[name]:
             text.append(DONE, style="green")
@@ -55,13 +85,22 @@ def fact_marks(row: dict[str, Any]) -> Text:
     return text
 
 
-def chat(row: dict[str, Any]) -> Text:
-    """The envelope's chat: its id's first characters, with its door when not Claude's
-    (`codex:01a2322c`)."""
-    door, _, native = row["session"].rpartition(":")
-    if door in ("", "claude"):
-        return short(native)
-    return plain(f"{door}:{native[:8]}")
+def _called(row: dict[str, Any]) -> Called:
+    """The envelope's chat as the chats pane names it (`_chat`, set by the app), or as
+    its row alone does."""
+    found = row.get("_chat")
+    return found if isinstance(found, Called) else Directory().envelope(row)
+
+
+def session_name(row: dict[str, Any]) -> Text:
+    """The envelope's chat: its name, else its folder, else the start of its id."""
+    return plain(_called(row).name)
+
+
+def session(row: dict[str, Any]) -> Text:
+    """The envelope's chat's short id with its door (`claude:1a2b3c4d`), the chats
+    pane's: as long as it takes to tell two Codex threads of the same minute apart."""
+    return plain(_called(row).ref)
 
 
 QUEUE_WORDS = {True: ("queued in Codex", "yellow"), False: ("taken from the queue", "")}
@@ -107,14 +146,15 @@ def parse_iso(value: str | None) -> float | None:
 
 
 def age(created: str | None, now: float) -> Text:
-    at = parse_iso(created)
-    if at is None:
+    """How long ago, `45s` `3m` `2h` `1d`: sorted by the seconds, youngest first."""
+    moment = parse_iso(created)
+    if moment is None:
         return plain(None)
-    seconds = max(0, int(now - at))
+    seconds = max(0, int(now - moment))
     for size, unit in ((86400, "d"), (3600, "h"), (60, "m")):
         if seconds >= size:
-            return plain(f"{seconds // size}{unit}")
-    return plain(f"{seconds}s")
+            return number(seconds, f"{seconds // size}{unit}")
+    return number(seconds, f"{seconds}s")
 
 
 def inbound(prediction: dict[str, Any] | None) -> Text:
@@ -129,3 +169,13 @@ def inbound(prediction: dict[str, Any] | None) -> Text:
         overflow="ellipsis",
         end="",
     )
+
+
+def codeman(found: dict[str, Any] | None) -> Text:
+    """The Codeman session a chat's tmux pane names; a docker or ssh worker's lives in
+    another registry, and says so (the inspector says which kind)."""
+    if not found:
+        return plain(None)
+    if found.get("registry") == "another":
+        return plain(f"{found['session']} (another registry)", "dim")
+    return plain(found["session"])

@@ -7,14 +7,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
-from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.coordinate import Coordinate
 
+from coop_tui.chats import chat_key
 from coop_tui.widgets import cells
 from coop_tui.widgets.table import Column, LedgerTable
 
-__all__ = ["Column", "HostsPane", "LedgerTable", "OutboxPane", "SessionsPane", "merge_live"]
+__all__ = ["Column", "HostsPane", "LedgerTable", "OutboxPane", "SessionsPane"]
 
 
 class HostsPane(LedgerTable):
@@ -22,23 +22,23 @@ class HostsPane(LedgerTable):
 
     BORDER_TITLE = "Macs"
     COLUMNS: ClassVar[list[Column]] = [
-        ("name", "MAC", lambda r: cells.plain(r["name"], "bold")),
-        ("state", "STATE", cells.reachable),
+        ("name", "HOST", lambda r: cells.plain(r["name"], "bold")),
+        ("state", "REACHABLE", cells.reachable),
         (
             "latency",
-            "LATENCY",
-            lambda r: cells.plain(
-                f"{r['latency_ms']:.1f} ms" if r.get("latency_ms") is not None else None
+            "LATENCY_MS",
+            lambda r: cells.number(
+                r.get("latency_ms"),
+                f"{r['latency_ms']:.1f}" if r.get("latency_ms") is not None else None,
             ),
         ),
+        ("chats", "CHATS_LIVE", lambda r: cells.number(r.get("chats_live"))),
+        ("registered", "CHATS_REGISTERED", lambda r: cells.number(r.get("chats_registered"))),
         (
-            "chats",
-            "CHATS",
-            lambda r: cells.plain(
-                f"{r['chats_live']}/{r['chats_registered']}" if r["reachable"] else None
-            ),
+            "read",
+            "CHECKED_AT",
+            lambda r: cells.at(r.get("checked_at"), (r.get("checked_at") or "")[11:19]),
         ),
-        ("read", "LAST READ", lambda r: cells.plain((r.get("checked_at") or "")[11:19] or None)),
     ]
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
@@ -50,7 +50,7 @@ class HostsPane(LedgerTable):
         ),
     ]
 
-    DROP_FIRST = ("read", "latency")
+    DROP_FIRST = ("read", "latency", "registered")
     FLEX = "state"
     EMPTY = "no Mac in fleet.toml"
 
@@ -61,30 +61,29 @@ class HostsPane(LedgerTable):
         return "Mac name", str(row["name"])
 
 
-def _todos(row: dict[str, Any]) -> Text:
-    return cells.plain(", ".join(f"#{t}" for t in row.get("todos") or []) or None)
-
-
 class SessionsPane(LedgerTable):
-    """Enrolled and observed chats from the ledger, and live chats from the registries."""
+    """Enrolled and observed chats from the ledger, and what the Macs show now: live
+    Claude chats and Codex threads (coop_tui/chats.py). The headers are `coop chats`'s
+    words; NAME is what a chat is called (its name, else its folder)."""
 
     BORDER_TITLE = "Chats"
     COLUMNS: ClassVar[list[Column]] = [
-        ("host", "MAC", lambda r: cells.plain(r["host"])),
+        ("host", "HOST", lambda r: cells.plain(r["host"])),
         ("vendor", "VENDOR", lambda r: cells.plain(r["vendor"])),
-        ("name", "NAME", lambda r: cells.plain(r.get("name"))),
-        ("native", "ID", lambda r: cells.short(r["native_id"])),
-        ("pid", "PID", lambda r: cells.plain(r.get("pid"))),
+        ("name", "NAME", lambda r: cells.plain(r.get("label"))),
+        ("native", "SESSION_ID", lambda r: cells.plain(r.get("short") or r["native_id"][:8])),
+        ("pid", "PID", lambda r: cells.number(r.get("pid"))),
         ("status", "STATUS", lambda r: cells.plain(r.get("status"))),
         (
             "mode",
             "MODE",
             lambda r: cells.plain(r.get("mode") or "live", "dim" if not r.get("mode") else ""),
         ),
-        ("generation", "GEN", lambda r: cells.plain(r.get("generation"))),
+        ("generation", "GENERATION", lambda r: cells.number(r.get("generation"))),
         ("inbound", "INBOUND", lambda r: cells.inbound(r.get("inbound"))),
-        ("todos", "TODOS", _todos),
+        ("todos", "TODOS", lambda r: cells.todos(r.get("todos"))),
         ("join", "TMUX", lambda r: cells.plain(r.get("tmux"))),
+        ("codeman", "CODEMAN", lambda r: cells.codeman(r.get("codeman"))),
     ]
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
@@ -97,13 +96,14 @@ class SessionsPane(LedgerTable):
     ]
 
     # The low-priority columns go first as the terminal narrows: never `accept pe`.
-    DROP_FIRST = ("join", "generation", "pid", "mode", "vendor", "todos", "status")
+    # The raw tmux pane leaves before the Codeman session it names.
+    DROP_FIRST = ("join", "codeman", "generation", "pid", "mode", "vendor", "todos", "status")
     FLEX = "inbound"
     FLEX_MIN = 26  # "holds (bypass, no setting)" whole, where the width allows
     EMPTY = "no chat here yet"
 
     def row_key(self, row: dict[str, Any]) -> str:
-        return f"{row['host']}/{row['vendor']}:{row['native_id']}"
+        return chat_key(row["host"], row["vendor"], row["native_id"])
 
     def copy_value(self, row: dict[str, Any]) -> tuple[str, str]:
         return "chat id", str(row["native_id"])
@@ -111,21 +111,28 @@ class SessionsPane(LedgerTable):
 
 class OutboxPane(LedgerTable):
     """The newest envelopes: five facts at a glance, age, and why not delivered (for a
-    Codex envelope in flight, whether it still waits in Codex's queue)."""
+    Codex envelope in flight, whether it still waits in Codex's queue). The headers are
+    `coop outbox`'s words; SESSION names the chat as the chats pane does."""
 
     BORDER_TITLE = "Outbox"
     COLUMNS: ClassVar[list[Column]] = [
         ("id", "ID", lambda r: cells.ordered(r["id"], (r["created_at"], r["id"]))),
         ("kind", "KIND", lambda r: cells.plain(r["kind"])),
-        ("todo", "TODO", lambda r: cells.plain(f"#{r['todo']}" if r.get("todo") else None)),
-        ("session", "CHAT", cells.chat),
+        (
+            "todo",
+            "TODO",
+            lambda r: cells.number(r.get("todo"), f"#{r['todo']}" if r.get("todo") else None),
+        ),
+        ("name", "SESSION_NAME", cells.session_name),
+        ("session", "SESSION", cells.session),
+        ("host", "HOST", lambda r: cells.plain(r["host"])),
         ("state", "STATE", lambda r: cells.state(r["state"])),
-        ("facts", "S T R A O", cells.fact_marks),
+        ("facts", "FACTS", cells.fact_marks),
         ("age", "AGE", lambda r: cells.age(r["created_at"], r.get("_now", 0.0))),
         ("why", "REASON", cells.why),
-        ("resent", "RESENT", lambda r: cells.plain((r.get("resent_as") or "")[:8] or None)),
+        ("resent", "RESENT_AS", lambda r: cells.plain((r.get("resent_as") or "")[:8] or None)),
     ]
-    DROP_FIRST = ("todo", "age", "resent", "kind", "session")
+    DROP_FIRST = ("host", "todo", "age", "resent", "kind", "session", "name")
     FLEX = "why"
     FLEX_MIN = 14
 
@@ -151,7 +158,7 @@ class OutboxPane(LedgerTable):
             key = self.row_key(row)
             self.rows_by_key[key] = row
             self._measure(row)
-            self.add_row(*self.cells(row), key=key)
+            self._add(row, key)
         self.sort("id", key=lambda cell: cell.order, reverse=True)
         while self.row_count > limit:
             oldest = self.coordinate_to_cell_key(Coordinate(self.row_count - 1, 0)).row_key
@@ -170,47 +177,3 @@ class OutboxPane(LedgerTable):
             tooltip="The five facts as a timeline",
         ),
     ]
-
-
-def merge_live(
-    sessions: list[dict[str, Any]], surveys: dict[str, dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """Ledger sessions joined to what the registries show now, plus live chats that no
-    enrollment names yet (mode shown as `live`)."""
-    live: dict[str, dict[str, Any]] = {}
-    for host, survey in surveys.items():
-        for chat in survey.get("chats", []):
-            if chat.get("live"):
-                live[f"{host}/claude:{chat['session_id']}"] = chat
-    rows = []
-    for session in sessions:
-        key = f"{session['host']}/{session['vendor']}:{session['native_id']}"
-        chat = live.pop(key, None)
-        row = dict(session)
-        if chat is not None:
-            row.update(
-                pid=chat["pid"],
-                status=chat["status"],
-                tmux=chat.get("tmux"),
-                inbound=chat.get("inbound"),
-            )
-            row["name"] = row.get("name") or chat.get("name")
-        rows.append(row)
-    for key, chat in sorted(live.items()):
-        rows.append(
-            {
-                "host": key.split("/", 1)[0],
-                "vendor": "claude",
-                "native_id": chat["session_id"],
-                "name": chat.get("name"),
-                "pid": chat["pid"],
-                "status": chat["status"],
-                "mode": None,
-                "generation": None,
-                "inbound": chat.get("inbound"),
-                "todos": [],
-                "tmux": chat.get("tmux"),
-                "id": None,
-            }
-        )
-    return rows

@@ -19,7 +19,8 @@ class LedgerTable(DataTable[Text]):
     """A table whose rows are keyed by an id and rebuilt or patched from dicts.
 
     It fits its width: columns named in DROP_FIRST leave, in that order, while the rest
-    would not fit, and the FLEX column then shrinks, its values ending in an ellipsis.
+    would not fit, and the FLEX column then shrinks, its values ending in an ellipsis (or,
+    when it is the WRAP column, wrapping onto more lines).
     Vim keys move the cursor, `s` (or a click on a header) sorts, `z` maximises the
     table and `C` copies the selected row's full id."""
 
@@ -27,6 +28,8 @@ class LedgerTable(DataTable[Text]):
     DROP_FIRST: ClassVar[tuple[str, ...]] = ()
     FLEX: ClassVar[str | None] = None
     FLEX_MIN: ClassVar[int] = 12  # the narrowest the FLEX column is made
+    # A column whose cells wrap (cells.wrapped): its rows are as tall as their text needs.
+    WRAP: ClassVar[str | None] = None
     EMPTY = "nothing to show"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("j", "cursor_down", "Down", show=False, id="table.down", tooltip="Next row"),
@@ -88,6 +91,10 @@ class LedgerTable(DataTable[Text]):
         keys, _ = self.shown
         return [render(row) for key, _, render in self.COLUMNS if key in keys]
 
+    def _add(self, row: dict[str, Any], key: str) -> None:
+        # height None: as tall as the WRAP column's text needs at the column's width.
+        self.add_row(*self.cells(row), key=key, height=None if self.WRAP else 1)
+
     def _measure(self, row: dict[str, Any]) -> bool:
         """Widen the columns' record for this row; True when one grew."""
         grew = False
@@ -107,7 +114,7 @@ class LedgerTable(DataTable[Text]):
             key = self.row_key(row)
             self.rows_by_key[key] = row
             grew = self._measure(row) or grew
-            self.add_row(*self.cells(row), key=key)
+            self._add(row, key)
         self._sort_again()
         if not self._fit(force=grew):
             self._keep_cursor(selected)
@@ -190,7 +197,7 @@ class LedgerTable(DataTable[Text]):
         self.clear(columns=True)
         self._add_columns()
         for key in order:
-            self.add_row(*self.cells(self.rows_by_key[key]), key=key)
+            self._add(self.rows_by_key[key], key)
         self._keep_cursor(selected)
         return True
 
@@ -271,9 +278,12 @@ class LedgerTable(DataTable[Text]):
 
 
 def sort_key(cell: Text) -> tuple[Any, ...]:
-    """Where a cell sorts: by its own order when it has one, else by its text, with an
-    empty value (`-`) last."""
+    """Where a cell sorts: by its value (a number, a time, an age: cells.Ordered) when it
+    has one, else by its text, with an empty value (`-`) last. A value never meets a
+    text: an ordered cell sorts before a plain one of the same column."""
     order = getattr(cell, "order", None)
     if order is not None:
-        return (0, order)
-    return (1 if cell.plain == "-" else 0, cell.plain.lower())
+        return (0, 0, order)
+    if cell.plain == "-":
+        return (1, 0, ())
+    return (0, 1, cell.plain.lower())

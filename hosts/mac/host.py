@@ -141,6 +141,11 @@ class Host(ABC):
         """Complete lines of the thread's rollout from `offset`, at most `max_bytes`."""
 
     @operation
+    def rollout_tail(self, thread_id: str, max_bytes: int) -> dict[str, Any]:
+        """The last complete lines of the thread's rollout within `max_bytes` of its end
+        (the inspector's reading, as `transcript_tail` is a Claude chat's)."""
+
+    @operation
     def health(self) -> dict[str, Any]:
         """The Mac's name, clock and chat counts."""
 

@@ -326,6 +326,18 @@ class LocalHost(Host):
         budget = min(max_bytes, MAX_TRANSCRIPT_READ)
         return transcripts.read_lines(path, offset, budget, inode).as_dict()
 
+    def _op_rollout_tail(self, thread_id: str, max_bytes: int) -> dict[str, Any]:
+        rollout = self._rollout(thread_id)
+        budget = min(max_bytes, MAX_TRANSCRIPT_READ)
+        if rollout is not None and rollout["compressed"]:
+            # A compressed rollout is read whole, as every read of one is: its end kept.
+            chunk = self._compressed(rollout["path"], 0, None)
+            chunk["lines"] = [line for line in chunk["lines"] if line[0] >= chunk["size"] - budget]
+            chunk["start"] = chunk["lines"][0][0] if chunk["lines"] else chunk["end"]
+            return chunk
+        path = None if rollout is None else rollout["path"]
+        return transcripts.tail(path, budget).as_dict()
+
     @staticmethod
     def _compressed(path: str, offset: int, needles: list[bytes] | None) -> dict[str, Any]:
         """A compressed rollout read whole; offsets count its content, so a reading

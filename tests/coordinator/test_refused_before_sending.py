@@ -82,6 +82,7 @@ def test_a_chat_whose_inbox_refuses_is_tried_less_and_less_and_told_once(
     assert backoff.retry_at(row) is not None and backoff.retry_at(row) > office.clock()
     assert office.clock() - started >= 600
     shown = envelope_row(outbox_id)
+    assert shown["state"] == "pending" and shown["waiting"].startswith("not sent (")
     assert shown["facts"]["transport"] is None  # nothing counted as sent
     # Told once: one notice and one alert, however many tries.
     assert [n.kind for n in Notification.select()] == ["not sent"]

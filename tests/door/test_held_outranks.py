@@ -64,6 +64,7 @@ def test_a_parity_hold_seen_under_an_unknown_expiry_stays_held_until_the_receive
     assert row["inbound"]["verdict"] == "unknown"
     assert row["inbound"]["dialog_expiry"] == "unknown"
     assert row["held"]["cause"] == "parity"
+    assert row["waiting"] == "held by the receiver, expiry unknown: never expired for silence"
     sent = float(Outbox.get_by_id(outbox_id).cursor["sent_at"])
     for later in (6 * 60, 10 * 60 + 1, 86400):
         door.clock.now = sent + later

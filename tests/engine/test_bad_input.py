@@ -47,7 +47,6 @@ MALFORMED: dict[str, tuple[str, ...]] = {
     "resend, shell in the id": ("resend", "$(touch /tmp/coop-x)", "--by", "dad"),
     "resend, by a worker": ("resend", UNKNOWN_ENVELOPE, "--by", "worker"),
     "withdraw, no decider": ("withdraw", UNKNOWN_ENVELOPE),
-    "invite, a session that is no ref": ("invite", "1", "--session", "nope"),
     "invite, an empty session": ("invite", "1", "--session", ""),
     "invite, an unknown vendor": ("invite", "1", "--session", "slack:" + UNKNOWN_CHAT[7:]),
     "invite, an id that is no UUID": ("invite", "1", "--session", "claude:abc"),
@@ -57,7 +56,6 @@ MALFORMED: dict[str, tuple[str, ...]] = {
     "invite, todo 0": ("invite", "0", "--session", UNKNOWN_CHAT),
     "obligations, --json twice and more": ("obligations", "--json", "--json", "x"),
     "adopt, without --once": ("adopt",),
-    "chief set, no ref": ("chief", "set", "nope"),
     "chief set, 60,000 characters": ("chief", "set", BIG),
     "chief show, a stray argument": ("chief", "show", "x"),
     "serve, --interval 0": ("serve", "--interval", "0"),
@@ -71,7 +69,6 @@ MALFORMED: dict[str, tuple[str, ...]] = {
     "hosts, a stray argument": ("hosts", BIG),
     "chat show, empty": ("chat", "show", ""),
     "chat show, 60,000 characters": ("chat", "show", BIG),
-    "chat show, a path": ("chat", "show", "../../sessions/1"),
     "chat show, --lines 0": ("chat", "show", UNKNOWN_CHAT, "--lines", "0"),
     "status, a stray argument": ("status", BIG),
     "an empty --home": ("--home", "", "todo", "list"),
@@ -88,6 +85,10 @@ NAMES_NOTHING: dict[str, tuple[str, ...]] = {
     "resend, a prefix of no envelope": ("resend", "dead", "--by", "dad"),
     "chats, no such Mac": ("chats", "--host", "no-such-mac"),
     "chat show, no such chat": ("chat", "show", UNKNOWN_CHAT),
+    # A chat is also named by its name or its short id: text that is neither names nothing.
+    "invite, a name no chat has": ("invite", "1", "--session", "nope"),
+    "chief set, a name no chat has": ("chief", "set", "nope"),
+    "chat show, a path no chat is named": ("chat", "show", "../../sessions/1"),
 }
 
 

@@ -74,7 +74,7 @@ def test_adopted_and_refused_rows_stay_until_d_dismisses_one(staged: Staged) -> 
         assert "refused: Another enrollment" in refused_line
         for key in keys:  # when each was asked: the WHEN column (the table scrolls to it)
             at = rows[key]["searched_at"]
-            assert table.get_cell(key, "tried").plain == f"{at[:10]} {at[11:16]} UTC"
+            assert table.get_cell(key, "tried").plain == f"{at[:10]} {at[11:16]}Z"
 
         await select_row(pilot, table, keys[0])
         await pilot.press("d")

@@ -129,9 +129,13 @@ def test_the_adoption_toast_shows_a_markup_mac_name_as_literal_text(
         await loaded(pilot)
         assert toasts(app) == []
         await asyncio.to_thread(take)
+        in_panes = lambda: taken["session"] in app.chats.by_session  # noqa: E731
+        await until(pilot, in_panes, WAIT, "the take in the chats pane")
         title, message = await adopt_by_enter(pilot, taken["session"])
         assert title == "Adoption"
-        assert message == f"{TAKER.ref[:15]}: adopted at generation 2 on {MARKUP_MAC}"
+        # The take recorded no name: the taker is called what its Mac's registry calls it.
+        called = f"{TAKER.name} ({TAKER.session_id[:8]})"
+        assert message == f"{called}: adopted at generation 2 on {MARKUP_MAC}"
         assert Session.get_by_id(taken["session"]).mode == "managed"
         await until(
             pilot,

@@ -48,7 +48,7 @@ def test_the_header_says_no_coordinator_and_counts_what_may_need_dad(staged: Sta
         line = header(app)
         assert "no coordinator (watch only)" in line
         assert "3 expired · 1 held · 2 pending" in line
-        assert "3 unread notices (!)" in line
+        assert "4 unread notices (!)" in line
 
     drive(watching(staged), script)
 
@@ -98,11 +98,13 @@ def test_an_expiry_raises_one_toast_with_its_reason_in_words_and_moves_the_count
         await until(pilot, lambda: toasts(app), WAIT, "the expiry's toast")
         [(title, message)] = toasts(app)
         assert title == "Delivery expired"
-        assert message.startswith(f"chat reviewer on office todo #{todo} ")
+        # Named as the panes name it: its name beside its short id.
+        short = staged.chats["reviewer"].session_id[:8]
+        assert message.startswith(f"chat reviewer ({short}) on office todo #{todo} ")
         assert "the receiver held it for approval and the dialog expired" in message
         await until(pilot, lambda: "4 expired · 2 pending" in header(app), WAIT, "the counts")
         assert "held" not in header(app)
-        assert "4 unread notices (!)" in header(app)
+        assert "5 unread notices (!)" in header(app)
 
     drive(watching(staged), script)
 
@@ -141,7 +143,8 @@ def test_routine_events_raise_no_toast_and_a_hold_seen_raises_one(staged: Staged
         await until(pilot, lambda: toasts(app), WAIT, "the hold's toast")
         [(title, message)] = toasts(app)
         assert title == "Delivery held"
-        assert message.startswith("chat builder on office todo #")
+        short = staged.chats["builder"].session_id[:8]
+        assert message.startswith(f"chat builder ({short}) on office todo #")
         assert "answer its dialog" in message
         await asyncio.to_thread(receive)
         await until(pilot, lambda: rows[work]["facts"]["received"], WAIT, "received")
@@ -183,7 +186,8 @@ def test_a_conflict_a_refused_adoption_and_overdue_obligations_each_raise_one_to
         await until(pilot, lambda: app.last_event == newest, WAIT, "every event read")
         assert [title for title, _ in toasts(app)] == wanted
         conflict = toasts(app)[0][1]
-        assert conflict.startswith(f"chat docs on laptop todo #{staged.todos['docs']} ")
+        short = staged.chats["docs"].session_id[:8]
+        assert conflict.startswith(f"chat docs ({short}) on laptop todo #{staged.todos['docs']} ")
         assert "wrong-provenance" in conflict
         assert "adoption refused: two chats match" in toasts(app)[1][1]
         assert toasts(app)[2][1].startswith("chat ")
@@ -200,7 +204,7 @@ def test_notices_name_their_chat_mac_and_todo_and_enter_opens_the_envelope(
     async def script(pilot: Pilot[None]) -> None:
         app: Any = pilot.app
         await loaded(pilot)
-        await until(pilot, lambda: "3 unread notices" in header(app), WAIT, "the badge")
+        await until(pilot, lambda: "4 unread notices" in header(app), WAIT, "the badge")
         await open_with(pilot, "exclamation_mark", NotificationsScreen, WAIT)
         table = app.screen.query_one(NoticesTable)
         await until(pilot, lambda: table.row_count > 0, WAIT, "the notices")

@@ -195,7 +195,7 @@ def test_coop_demo_in_tmux_from_keys_to_quit_leaves_nothing_running(
     # The adoption review lists the laptop's CLI taker.
     terminal.keys("a")
     terminal.wait_text("CLI takers")
-    terminal.wait_for(lambda s: "claude:" in s and "laptop" in s, "the laptop's CLI taker")
+    terminal.wait_for(lambda s: "observed" in s and "laptop" in s, "the laptop's CLI taker")
     terminal.keys("Escape")
     terminal.wait_text("Outbox ·")
 

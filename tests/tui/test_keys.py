@@ -44,7 +44,8 @@ def test_send_again_confirms_with_the_proof_of_loss_and_a_second_press_is_refuse
         await open_with(pilot, "r", ConfirmResend)
         await settle(pilot)
         shown = flat(screen_text(app))
-        assert f"Send again {lost[:8]}?" in shown
+        flaky = staged.chats["flaky"]
+        assert f"Send again {lost[:8]} to flaky ({flaky.session_id[:8]}) on office?" in shown
         assert "receiver-idle-without-entry" in shown
         assert "Predicted at send: accept" in shown and "Predicted today:" in shown
         assert "recorded as Dad's" in shown
@@ -318,10 +319,13 @@ def test_help_lists_every_key_and_the_fact_marks(staged: Staged) -> None:
         shown = screen_text(app)
         for binding in app.BINDINGS:
             assert binding.description in shown
-        app.screen.query_one("#help").scroll_end(animate=False)
-        await settle(pilot)
-        shown = screen_text(app)
-        assert "accepted: a final carried COOP_ACCEPT with the invitation's nonce" in shown
+        legend = "accepted: a final carried COOP_ACCEPT with the invitation's nonce"
+        for _ in range(20):  # a page at a time, down to the fact marks
+            if legend in screen_text(app):
+                break
+            app.screen.query_one("#help").scroll_page_down(animate=False)
+            await settle(pilot)
+        assert legend in screen_text(app)
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, HelpScreen), what="closed")
 
@@ -334,9 +338,12 @@ def test_notifications_show_what_dad_was_told_newest_first(staged: Staged) -> No
         await loaded(pilot)
         await open_with(pilot, "exclamation_mark", NotificationsScreen)
         table = app.screen.query_one(NoticesTable)
-        await until(pilot, lambda: table.row_count == 3, what="three notices")
+        await until(pilot, lambda: table.row_count == 4, what="four notices")
         texts = [row["text"] for row in table.rows_by_key.values()]
+        gone = staged.chats["gone"].session_id
         assert texts == [
+            f"Envelope {staged.outbox['gone']} could not be sent: No live chat with session {gone}"
+        ] + [
             f"Envelope {staged.outbox[name]} was not delivered: {reason}"
             for name, reason in (
                 ("flaky", "receiver-idle-without-entry"),
@@ -464,7 +471,7 @@ def test_j_k_g_G_home_end_and_pages_move_in_every_table(staged: Staged) -> None:
             await moves_like_vim(pilot, pane)
         await open_with(pilot, "exclamation_mark", NotificationsScreen)
         notices = app.screen.query_one(NoticesTable)
-        await until(pilot, lambda: notices.row_count == 3, what="three notices")
+        await until(pilot, lambda: notices.row_count == 4, what="four notices")
         await moves_like_vim(pilot, notices)
 
     drive(staged.app(), script)
@@ -498,7 +505,7 @@ def test_s_sorts_by_the_next_column_and_a_header_click_sorts_by_its_column(
         state_x = 1 + sum(
             column.get_render_width(pane)
             for column in pane.columns.values()
-            if str(column.key.value) in ("id", "kind", "todo", "session")
+            if str(column.key.value) in ("id", "kind", "todo", "name", "session", "host")
         )
         for reverse in (False, True):
             await pilot.click(pane, offset=(state_x + 2, 1))

@@ -86,7 +86,7 @@ def test_markup_written_by_a_chat_shows_literally_in_panes_inspector_and_detail(
         assert f"{BOLD} {LINK}" in row
 
         await open_with(pilot, "i", InviteDialog)
-        await until(pilot, lambda: f"0badc0de  {BOLD} {LINK}" in screen_text(app), what="chat")
+        await until(pilot, lambda: f"{BOLD} {LINK}  0badc0de" in screen_text(app), what="chat")
         await pilot.press("escape")
 
         await select_row(pilot, app.sessions_pane, key)

@@ -62,7 +62,10 @@ def test_a_conflict_toast_shows_a_hostile_chat_name_as_literal_text(staged: Stag
         assert title == "Delivery conflict"
         # The escape arrives as its printed form; nothing else of the name is changed.
         printed = f"{BOLD} {LINK} \\x1b[31mred"
-        assert message.startswith(f"chat {printed} on laptop todo #{staged.todos['docs']} ")
+        short = staged.chats["docs"].session_id[:8]
+        assert message.startswith(
+            f"chat {printed} ({short}) on laptop todo #{staged.todos['docs']} "
+        )
         assert "\x1b" not in message
         bare = "".join(printed.split())
         await until(

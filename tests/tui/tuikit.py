@@ -111,6 +111,8 @@ class ChatSpec:
     transcript: list[dict[str, Any]] = field(default_factory=list)
     session_id: str = ""
     cwd_name: str = ""
+    tmux: str | None = None  # the registry's tmux pane (Claude Code 2.1.226 and later)
+    version: str = "2.1.328"
 
     @property
     def ref(self) -> str:
@@ -210,7 +212,7 @@ class MacFolder:
             "cwd": chat.cwd,
             "startedAt": int(T0 * 1000) - 3_600_000,
             "procStart": BIRTH if chat.live else "1",
-            "version": "2.1.328",
+            "version": chat.version,
             "peerProtocol": 1,
             "kind": "interactive",
             "entrypoint": "cli",
@@ -220,6 +222,8 @@ class MacFolder:
             "status": chat.status,
             "updatedAt": int(T0 * 1000),
         }
+        if chat.tmux is not None:
+            entry["tmux"] = chat.tmux
         (self.config_dir / "sessions" / f"{chat.pid}.json").write_text(json.dumps(entry))
         project = self.config_dir / "projects" / escape_cwd(chat.cwd)
         project.mkdir(parents=True, exist_ok=True)
