@@ -356,12 +356,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _reader_gone()
     except Exception as error:
         fault = _ledger_fault(error)
         if fault is None:
             raise  # a bug: its traceback is what a report needs
         print(f"coop: {one_line(fault)}", file=sys.stderr)
         return 1
+
+
+SIGPIPE_STATUS = 128 + 13
+
+
+def _reader_gone() -> int:
+    """The reader of stdout went away (`coop chats | head -1`): stop quietly, as `cat`
+    does. What is still buffered goes nowhere, so the exit flush cannot fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return SIGPIPE_STATUS
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
