@@ -103,6 +103,9 @@ class Coordinator:
         if name not in self._reconciled:
             self.reconcile(doors, in_flight)
             self._reconciled.add(name)
+        # Who each chat is now, before anything is sent to it: a conversation changed
+        # since the last pass is recorded first, so a frame goes to the current one.
+        self.refresh_statuses(name)
 
         def by_door(step: str) -> Callable[[Outbox], object]:
             def act(row: Outbox) -> object:
@@ -127,7 +130,6 @@ class Coordinator:
                     return True
                 if self._ours(row, name):
                     self._step(row, phase, act)
-        self.refresh_statuses(name)
         # An envelope sent (or settled) this pass changes what the Mac must watch: survey
         # it again now, so its transcript is watched before the receiver writes there.
         now_in_flight = {row.id for row in self._observable(name)}

@@ -57,22 +57,33 @@ def tick_until(office: Office, done: Callable[[], object], what: str) -> object:
     return wait_until(ticked, what, interval=0.05)
 
 
-def test_a_chat_cleared_mid_delivery_is_one_chat_and_its_answer_is_read_in_the_new_file(
-    office: Office,
-) -> None:
+def invited_while_busy(office: Office) -> tuple[SimChat, str]:
+    """A chat invited to a todo, thinking on a message of its own: (chat, invitation)."""
     chat = office.macs["office"].start("--think", "1.5")
-    old = chat.session_id
     todo = office.engine.add_todo("Fix the importer")["id"]
     invitation = office.engine.invite(todo, chat.ref, "office")["outbox"]
     busy_with(chat, "Think about the release for a while.")
-    chat.type("/clear")  # queued behind the running turn: it runs first
-    tick_until(office, lambda: Outbox.get_by_id(invitation).transport_at, "the invitation written")
+    return chat, str(invitation)
+
+
+def accepted(office: Office, invitation: str) -> Outbox:
     row = tick_until(
         office,
         lambda: (r := Outbox.get_by_id(invitation)).accepted_at is not None and r,
         "the invitation accepted",
     )
     assert isinstance(row, Outbox)
+    return row
+
+
+def test_a_chat_cleared_mid_delivery_is_one_chat_and_its_answer_is_read_in_the_new_file(
+    office: Office,
+) -> None:
+    chat, invitation = invited_while_busy(office)
+    old = chat.session_id
+    chat.type("/clear")  # queued behind the running turn: it runs first
+    tick_until(office, lambda: Outbox.get_by_id(invitation).transport_at, "the invitation written")
+    row = accepted(office, invitation)
     new = chat.entry()["sessionId"]
     assert new != old
 
@@ -104,20 +115,32 @@ def test_an_envelope_answered_in_the_old_file_before_the_clear_keeps_its_answer(
     office: Office,
 ) -> None:
     """Frames queued ahead of a /clear are delivered, and answered, in the old file."""
-    chat = office.macs["office"].start("--think", "1.5")
+    chat, invitation = invited_while_busy(office)
     old = chat.session_id
-    todo = office.engine.add_todo("Fix the importer")["id"]
-    invitation = office.engine.invite(todo, chat.ref, "office")["outbox"]
-    busy_with(chat, "Think about the release for a while.")
     tick_until(office, lambda: Outbox.get_by_id(invitation).transport_at, "the invitation written")
     wait_until(lambda: b"enqueue" in chat.transcript.read_bytes(), "the invitation queued")
     chat.type("/clear")  # queued behind the invitation: the invitation's turn is first
-    row = tick_until(
-        office,
-        lambda: (r := Outbox.get_by_id(invitation)).accepted_at is not None and r,
-        "the invitation accepted",
-    )
-    assert isinstance(row, Outbox)
+    row = accepted(office, invitation)
     assert row.receipt["transcript"].endswith(f"{old}.jsonl")
     tick_until(office, lambda: Session.get().native_id != old, "the drift recorded")
     assert Outbox.get_by_id(invitation).conflict is None
+
+
+def test_an_envelope_pending_when_the_conversation_changes_goes_to_the_new_one_at_once(
+    office: Office,
+) -> None:
+    """The pass records who the chat is before it sends: a /clear since the last pass
+    is no 'no live chat' refusal (and no notice to Dad), the frame goes to the new id."""
+    chat = office.macs["office"].start()
+    office.engine.invite(office.engine.add_todo("Warm up")["id"], chat.ref, "office")
+    office.coordinator.tick()  # the chat's process is known
+    chat.type("/clear")
+    wait_until(lambda: chat.entry()["sessionId"] != chat.session_id, "the drift")
+    todo = office.engine.add_todo("Fix the importer")["id"]
+    invitation = office.engine.invite(todo, f"claude:{chat.session_id}", "office")["outbox"]
+    office.coordinator.tick()
+    row = Outbox.get_by_id(invitation)
+    assert row.state == "uncertain" and row.refusals is None
+    assert row.cursor["native_session"] == chat.entry()["sessionId"]
+    assert [n.kind for n in Notification.select()] == []
+    assert Session.select().count() == 1, [(s.id, s.native_id) for s in Session.select()]
