@@ -26,6 +26,7 @@ import sqlite3
 import struct
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -136,18 +137,8 @@ def archive(home: Path, thread_id: str, now: float, no_state: bool) -> dict[str,
     """Move the rollout flat into ``archived_sessions/`` and flag its state row."""
     path = _existing(home, thread_id)
     target = home / "archived_sessions" / path.name
-    if path != target:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(path, target)
-    db = None
-    if _has_state(home, no_state):
-        conn = state.connect(home)
-        try:
-            state.set_archived(conn, thread_id, str(target), now)
-        finally:
-            conn.close()
-        db = str(home / state.STATE_DB)
-    return _report("archived", home, thread_id, target, None, 0, db, False)
+    return _moved(home, thread_id, path, target, no_state, "archived",
+                  lambda conn: state.set_archived(conn, thread_id, str(target), now))  # fmt: skip
 
 
 def unarchive(home: Path, thread_id: str, now: float, no_state: bool) -> dict[str, Any]:
@@ -158,17 +149,32 @@ def unarchive(home: Path, thread_id: str, now: float, no_state: bool) -> dict[st
     if path.parent.name != "archived_sessions" or dated is None:
         raise UsageError(f"thread {thread_id} is not archived")
     target = home / "sessions" / dated[1] / dated[2] / dated[3] / path.name
-    target.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(path, target)
+    return _moved(home, thread_id, path, target, no_state, "unarchived",
+                  lambda conn: state.set_unarchived(conn, thread_id, str(target)))  # fmt: skip
+
+
+def _moved(
+    home: Path,
+    thread_id: str,
+    path: Path,
+    target: Path,
+    no_state: bool,
+    action: str,
+    record: Callable[[sqlite3.Connection], None],
+) -> dict[str, Any]:
+    """Move the rollout to `target` and `record` the move in the state database."""
+    if path != target:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, target)
     db = None
     if _has_state(home, no_state):
         conn = state.connect(home)
         try:
-            state.set_unarchived(conn, thread_id, str(target))
+            record(conn)
         finally:
             conn.close()
         db = str(home / state.STATE_DB)
-    return _report("unarchived", home, thread_id, target, None, 0, db, False)
+    return _report(action, home, thread_id, target, None, 0, db, False)
 
 
 def compress(home: Path, thread_id: str) -> dict[str, Any]:
