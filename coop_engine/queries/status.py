@@ -10,6 +10,7 @@ from typing import Any, cast
 import peewee as pw
 
 from coop_engine.models import Dispatch, Event, Notification, Obligation, Outbox, Session, Todo
+from coop_engine.prompts import review_command
 
 # Every state an envelope can be in (DESIGN.md section 3), in the order of its life.
 OUTBOX_STATES = ("pending", "uncertain", "delivered", "expired", "cancelled")
@@ -166,7 +167,9 @@ def _alert_of(event: Event) -> tuple[str, str] | None:
             return "adoption-refused", f"adoption {result}"
         return None
     if event.command == "sweep_obligations" and event.to_state == "overdue":
-        return "overdue", "no outcome reported yet: the obligation is overdue"
+        ident = event.subject.partition(":")[2]
+        decide = review_command(int(ident), "dad") if ident.isdigit() else "coop obligations"
+        return "overdue", f"no outcome reported yet: the obligation is overdue; decide: {decide}"
     return None
 
 
