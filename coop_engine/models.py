@@ -194,9 +194,12 @@ class Obligation(BaseModel):
     kind = pw.TextField(default="outcome")
     legacy = pw.BooleanField(default=False)
     due_at = pw.DoubleField()
-    state = pw.TextField(default="open")  # open, met, overdue, reviewed
+    state = pw.TextField(default="open")  # open (due), overdue, reviewed, met, closed
     created_at = pw.DoubleField()
     met_at = pw.DoubleField(null=True)
+    decision = pw.TextField(null=True)  # wait (-> reviewed) or release (-> closed)
+    decided_by = pw.TextField(null=True)  # dad or chief
+    decided_at = pw.DoubleField(null=True)
 
     class Meta:
         table_name = "engine_obligations"

@@ -1,4 +1,5 @@
-"""The words Coop puts in front of a chat: invitations, work, second attempts."""
+"""The words Coop puts in front of a chat (invitations, work, second attempts, the
+chief's review) and the command lines they name."""
 
 from __future__ import annotations
 
@@ -44,9 +45,10 @@ def cli_take_work(todo_id: int, title: str, body: str) -> str:
 
 
 def legacy_review(
-    todo_id: int, title: str, taken: str, by: str, host: str, since: list[str]
+    todo_id: int, title: str, taken: str, by: str, host: str, since: list[str], obligation: int
 ) -> str:
-    """The chief's review of a legacy take, three hours on (seed 003)."""
+    """The chief's review of a legacy take, three hours on (seed 003): what Coop knows,
+    and the three decisions the chief may record."""
     return "\n".join(
         [
             f"Coop asks the chief to review a legacy take of todo #{todo_id}: {title}",
@@ -56,8 +58,17 @@ def legacy_review(
             *[f"- {line}" for line in since],
             "Decide its outcome when you can, with:",
             f'coop todo report {todo_id} --outcome "<what happened>" --by chief',
+            "Or, if the work goes on:",
+            review_command(obligation, "chief", "wait"),
+            f"Or, if nobody does it (todo #{todo_id} is open again):",
+            review_command(obligation, "chief", "release"),
         ]
     )
+
+
+def review_command(obligation: int, by: str, decision: str = "wait|release") -> str:
+    """The command line that records a decision on an overdue obligation."""
+    return f"coop obligation review {obligation} --decision {decision} --by {by}"
 
 
 ORDINALS = {2: "Second", 3: "Third", 4: "Fourth", 5: "Fifth"}

@@ -231,6 +231,17 @@ def _queue(evidence: dict[str, Any]) -> str:
     return "seen in Codex's queue" + (" (the thread is open)" if evidence.get("open") else "")
 
 
+def _cancelled(evidence: dict[str, Any]) -> str:
+    """A pending envelope cancelled by another's decision: the take it served released,
+    the obligation a review asked about decided, or the todo taken by another chat."""
+    if evidence.get("released_by"):
+        return f"cancelled: {evidence['released_by']} released the take (never sent)"
+    if evidence.get("obligation") is not None:
+        decided = evidence.get("decided")
+        return f"cancelled: obligation {evidence['obligation']} was decided ({decided})"
+    return "cancelled: the todo was taken by another dispatch (never sent)"
+
+
 def _accepted(event: dict[str, Any], detail: dict[str, Any]) -> str:
     if event.get("to") == "cancelled":
         return "accepted too late: the todo was already taken"
@@ -277,6 +288,8 @@ def happened(event: dict[str, Any], detail: dict[str, Any]) -> str:
         return _sent(evidence, door)
     if command == "record_queue":
         return _queue(evidence)
+    if command == "cancel":
+        return _cancelled(evidence)
     if command == "expire":
         return _lost(evidence)
     if command == "accept":

@@ -81,6 +81,23 @@ def todo_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def obligation_review(args: argparse.Namespace) -> int:
+    """Dad's or the chief's decision on an overdue obligation, checked as every decision
+    is (who is typing), then recorded; one line says what became of it."""
+    from coop_engine.cli.caller import caller_session, check_decider
+
+    engine = open_engine(actor=args.by)
+    check_decider(engine, "obligation review", args.by, caller_session())
+    result = engine.review_obligation(args.obligation, args.decision, args.by)
+    todo = result["todo"]
+    if result["state"] == "closed":
+        said = f"closed: the take is released and todo #{todo} is open again"
+    else:
+        said = f"reviewed: the work on todo #{todo} goes on, its outcome still owed"
+    print(f"obligation {result['obligation']} {said} ({args.by})")
+    return 0
+
+
 def resend(args: argparse.Namespace) -> int:
     """Send again, after looking at the receiver again: a receiver that still refuses
     is not sent a second frame (nothing is created)."""

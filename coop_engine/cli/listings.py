@@ -140,6 +140,11 @@ def _notifications(args: argparse.Namespace) -> list[dict[str, Any]]:
     return _named_chats(queries.notifications())
 
 
+def _decision(row: dict[str, Any]) -> str | None:
+    """An obligation's review decision as the table shows it: `wait by chief`."""
+    return f"{row['decision']} by {row['decided_by']}" if row["decision"] else None
+
+
 OUTBOX_COLUMNS: list[Column] = [
     ("ID", lambda r: r["short_id"]),
     ("KIND", lambda r: r["kind"]),
@@ -209,6 +214,7 @@ LISTINGS: dict[str, tuple[Rows, list[Column]]] = {
             ("KIND", lambda r: "legacy" if r["legacy"] else r["kind"]),
             ("DUE_AT", lambda r: r["due_at"]),
             ("STATE", lambda r: r["state"]),
+            ("DECISION", _decision),
         ],
     ),
 }

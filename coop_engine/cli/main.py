@@ -171,6 +171,20 @@ def _withdraw(sub: Subparsers) -> None:
     withdraw.set_defaults(handler=_ledger("withdraw"))
 
 
+def _obligation(sub: Subparsers) -> None:
+    obligation = sub.add_parser("obligation", help="decide on an overdue outcome obligation")
+    actions = obligation.add_subparsers(dest="obligation_command", metavar="ACTION", required=True)
+    review = actions.add_parser(
+        "review",
+        help="record Dad's or the chief's decision: wait (the work goes on) or release"
+        " (nobody does it: the todo is open again)",
+    )
+    review.add_argument("obligation", type=arguments.positive_int, help="its id (coop obligations)")
+    review.add_argument("--decision", required=True, choices=["wait", "release"])
+    review.add_argument("--by", required=True, choices=["dad", "chief"])
+    review.set_defaults(handler=_ledger("obligation_review"))
+
+
 def _status(sub: Subparsers) -> None:
     status = sub.add_parser("status", help="the coordinator, and envelopes by state")
     status.add_argument("--json", action="store_true", help="print one JSON object")
@@ -302,6 +316,7 @@ COMMANDS: dict[str, Callable[[Subparsers], None]] = {
     "status": _status,
     "invite": _invite,
     "obligations": _listing("obligations", "outcome obligations and when they are due"),
+    "obligation": _obligation,
     "adopt": _adopt,
     "chief": _chief,
     "serve": _serve,

@@ -76,6 +76,7 @@ class MacWorker:
         self.passes = 0
         self.progress = threading.Condition()  # notified after each pass, answered or not
         self._told: str | None = None  # the unreachable reason last logged
+        self._passed_at: float | None = None  # the ledger's time the last pass ran as of
         self._threads = [threading.Thread(target=self.run, name=f"mac-{name}", daemon=True)]
         if long_poll:
             self.view.long_poll = uuid.uuid4().hex
@@ -173,7 +174,7 @@ class MacWorker:
         """One pass over this Mac; whether the Mac answered its survey (a pass the
         ledger or a rule refused is tried again as usual, not backed off)."""
         coordinator = self.coordinator
-        now = coordinator.engine.clock()
+        now = self._passed_at = coordinator.engine.clock()
         self.guarded(
             f"a pass on {self.name}",
             partial(coordinator.pass_mac, self.name, now, self.stopping.is_set),
@@ -189,12 +190,16 @@ class MacWorker:
 
     def _rest(self) -> float:
         """How long this Mac may sleep: until its next due time, or at once when its
-        survey left sightings for the next one."""
+        survey left sightings for the next one. What is due is asked as of the time the
+        pass ran as of: a try (or a verdict) that fell due while the pass ran, after it
+        looked, is due now, not forgotten until the longest wait (a wake a millisecond
+        early on the wall clock left a backed-off envelope untried)."""
         if self.view.more:
             return 0.0
         clock = self.coordinator.engine.clock
+        passed_at = self._passed_at if self._passed_at is not None else clock()
         due = self._asked(
-            "the next due time", lambda: self.coordinator.due(self.name, clock()), 0.0
+            "the next due time", lambda: self.coordinator.due(self.name, passed_at), 0.0
         )
         if due == 0.0:
             return RETRY_FIRST  # the ledger could not say: look again soon

@@ -156,6 +156,9 @@ def notifications(limit: int | None = None) -> list[dict[str, Any]]:
 
 
 def obligations() -> list[dict[str, Any]]:
+    """`coop obligations`: each outcome obligation, its state (open while due, overdue,
+    reviewed, met, closed) and the review decision recorded on it (wait or release, by
+    dad or chief, and when; null before any)."""
     query = Obligation.select(Obligation, Dispatch).join(Dispatch).order_by(Obligation.id)
     return [
         {
@@ -166,6 +169,9 @@ def obligations() -> list[dict[str, Any]]:
             "legacy": o.legacy,
             "due_at": iso(o.due_at),
             "state": o.state,
+            "decision": o.decision,
+            "decided_by": o.decided_by,
+            "decided_at": iso(o.decided_at),
         }
         for o in query
     ]

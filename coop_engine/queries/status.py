@@ -10,6 +10,7 @@ from typing import Any, cast
 import peewee as pw
 
 from coop_engine.models import Dispatch, Event, Notification, Obligation, Outbox, Session, Todo
+from coop_engine.prompts import review_command
 
 # Every state an envelope can be in (DESIGN.md section 3), in the order of its life.
 OUTBOX_STATES = ("pending", "uncertain", "delivered", "expired", "cancelled")
@@ -31,15 +32,23 @@ ALERT_COMMANDS = (
     "adoption_search",
     "refused_before_sending",
 )
-# What to do for a hold, by the cause the receiver's notice names.
+# What to do for a hold, by the cause the receiver's notice names. Only a parity hold
+# has a dialog; a frame in a Claude inbox cannot be withdrawn (NOT_TAKEN_BACK), and a
+# hold Coop cannot explain is never worded as one it can.
 HOLD_ADVICE = {
     "parity": "the receiver holds it for approval: answer its dialog (Deliver) on that Mac",
     "explicit": (
-        'the receiver\'s settings hold peer messages ("crossSessionInbound": "hold"): '
-        "set it to accept there, or withdraw the envelope"
+        'the receiver\'s settings hold peer messages ("crossSessionInbound": "hold"): no'
+        ' dialog, no expiry; it is watched until they let it in: set it to "accept" in'
+        " the user's settings, or remove a repository's \"hold\" (the held notice says which)"
     ),
     "unrecognized": (
-        "the receiver's settings hold an unrecognized crossSessionInbound value: correct it there"
+        "the receiver's settings hold an unrecognized crossSessionInbound value: it is"
+        ' watched until they let it in; correct it there ("accept" lets it in)'
+    ),
+    "unknown": (
+        "the receiver holds it for a reason Coop cannot read: it is watched, never expired"
+        " for silence; look at that chat (coop chat show) to see why"
     ),
 }
 
@@ -147,7 +156,7 @@ def _alert_of(event: Event) -> tuple[str, str] | None:
         reason = str(evidence.get("reason") or "conflict")
         return "conflict", f"a sighting that is not its receipt: {reason}"
     if event.command == "record_held":
-        advice = HOLD_ADVICE.get(str(evidence.get("cause")), HOLD_ADVICE["parity"])
+        advice = HOLD_ADVICE.get(str(evidence.get("cause")), HOLD_ADVICE["unknown"])
         return "held", advice
     if event.command == "refused_before_sending":
         said = str(evidence.get("error") or "refused")
@@ -158,7 +167,9 @@ def _alert_of(event: Event) -> tuple[str, str] | None:
             return "adoption-refused", f"adoption {result}"
         return None
     if event.command == "sweep_obligations" and event.to_state == "overdue":
-        return "overdue", "no outcome reported yet: the obligation is overdue"
+        ident = event.subject.partition(":")[2]
+        decide = review_command(int(ident), "dad") if ident.isdigit() else "coop obligations"
+        return "overdue", f"no outcome reported yet: the obligation is overdue; decide: {decide}"
     return None
 
 

@@ -33,28 +33,13 @@ from hosts.channel import HelperClient
 from hosts.mac.local import LocalHost
 from hosts.pipe import PipeHost
 from hosts.sim.launch import SimChat, SimFleet
-from tests.bench.common import ROOT, LiveRegistry, report, run_main
+from tests.bench.common import COUNTING_SERVE, ROOT, LiveRegistry, cpu_seconds, report, run_main
 from tests.netdelay import DelayProxy
 from tests.ssh.sshd_harness import SSHD, ClientKeys, Sshd, short_tmp
 
 COOP = str(Path(sys.executable).with_name("coop"))
 FAST = ("--think", "0.05", "--tool-interval", "0.1", "--busy-seconds", "0.6", "--answer", "silent")
 DEADLINE = 3.0
-# `coop serve` that writes one line per Mac's pass to the file named by argv[1].
-COUNTING_SERVE = """
-import sys
-from coop_engine.cli.main import main
-from coop_engine.loop.coordinator import Coordinator
-
-passes, pass_mac = open(sys.argv[1], "a", buffering=1), Coordinator.pass_mac
-
-def counted(self, name, *args, **kwargs):
-    passes.write(name + "\\n")
-    return pass_mac(self, name, *args, **kwargs)
-
-Coordinator.pass_mac = counted
-sys.exit(main(["serve"]))
-"""
 
 
 class Mac:
@@ -367,20 +352,15 @@ def mac_envelopes(name: str) -> list[Outbox]:
 # --- idle: `coop serve` with nothing changing ------------------------------------------
 
 
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _idle_serve(rig: Rig, seconds: float) -> tuple[float, float]:
     """`coop serve`'s CPU (fraction of one core) and passes per minute over `seconds`."""
     counted = rig.root / "passes.txt"
     counted.write_text("")
     with rig.serving([sys.executable, "-c", COUNTING_SERVE, str(counted)]) as serve:
         time.sleep(8)  # settle: reconcile, first passes
-        before_cpu, before_passes = _cpu_seconds(serve.pid), len(counted.read_text().split())
+        before_cpu, before_passes = cpu_seconds(serve.pid), len(counted.read_text().split())
         time.sleep(seconds)
-        cpu = _cpu_seconds(serve.pid) - before_cpu
+        cpu = cpu_seconds(serve.pid) - before_cpu
         passes = len(counted.read_text().split()) - before_passes
     return cpu / seconds, passes * 60 / seconds
 

@@ -22,6 +22,29 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 
 
+# `coop serve` that writes one line per Mac's pass to the file named by argv[1].
+COUNTING_SERVE = """
+import sys
+from coop_engine.cli.main import main
+from coop_engine.loop.coordinator import Coordinator
+
+passes, pass_mac = open(sys.argv[1], "a", buffering=1), Coordinator.pass_mac
+
+def counted(self, name, *args, **kwargs):
+    passes.write(name + "\\n")
+    return pass_mac(self, name, *args, **kwargs)
+
+Coordinator.pass_mac = counted
+sys.exit(main(["serve"]))
+"""
+
+
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user and system) a live process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def median_seconds(job: Callable[[], Any], repeat: int = 7, warmup: int = 1) -> float:
     for _ in range(warmup):
         job()

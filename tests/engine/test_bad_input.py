@@ -23,6 +23,7 @@ from .support import CHAT, Steps
 BIG = "a" * 60_000
 UNKNOWN_CHAT = "claude:00000000-0000-4000-8000-000000000000"
 UNKNOWN_ENVELOPE = "00000000-0000-4000-8000-00000000dead"
+REVIEW = ("obligation", "review")
 # What a 60,000-character argument may cost a line: its start and its length.
 LONGEST_LINE = 500
 
@@ -56,6 +57,12 @@ MALFORMED: dict[str, tuple[str, ...]] = {
     "invite, todo 0": ("invite", "0", "--session", UNKNOWN_CHAT),
     "obligations, --json twice and more": ("obligations", "--json", "--json", "x"),
     "adopt, without --once": ("adopt",),
+    "obligation, no action": ("obligation",),
+    "obligation review, no decision": (*REVIEW, "1", "--by", "dad"),
+    "obligation review, an unknown decision": (*REVIEW, "1", "--decision", "x", "--by", "dad"),
+    "obligation review, by a worker": (*REVIEW, "1", "--decision", "wait", "--by", "worker"),
+    "obligation review, 60,000 characters": (*REVIEW, BIG, "--decision", "wait", "--by", "dad"),
+    "obligation review, obligation 0": (*REVIEW, "0", "--decision", "wait", "--by", "dad"),
     "chief set, 60,000 characters": ("chief", "set", BIG),
     "chief show, a stray argument": ("chief", "show", "x"),
     "serve, --interval 0": ("serve", "--interval", "0"),
@@ -84,6 +91,7 @@ NAMES_NOTHING: dict[str, tuple[str, ...]] = {
     "resend, no such envelope": ("resend", UNKNOWN_ENVELOPE, "--by", "dad"),
     "resend, a prefix of no envelope": ("resend", "dead", "--by", "dad"),
     "chats, no such Mac": ("chats", "--host", "no-such-mac"),
+    "obligation review, no such obligation": (*REVIEW, "999", "--decision", "wait", "--by", "dad"),
     "chat show, no such chat": ("chat", "show", UNKNOWN_CHAT),
     # A chat is also named by its name or its short id: text that is neither names nothing.
     "invite, a name no chat has": ("invite", "1", "--session", "nope"),

@@ -20,6 +20,7 @@ LISTINGS = {
     "sessions": ("sessions", "--json"),
     "events": ("events", "--json", "--limit", "5"),
     "notifications": ("notifications", "--json"),
+    "obligations": ("obligations", "--json"),
 }
 SESSION_FIELDS = {
     "id",

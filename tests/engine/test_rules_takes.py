@@ -289,17 +289,17 @@ def test_a_met_obligation_never_becomes_overdue(steps, clock):
 def test_a_sweep_that_loses_the_race_tells_dad_nothing(steps, clock, monkeypatch):
     # Two coordinators on one ledger (PostgreSQL lets both read the obligation open):
     # the one whose compare-and-set changes no row records no event and no notice.
-    from coop_engine import outcomes
+    from coop_engine import obligations
 
     accepted = steps.accepted()
     clock.advance(2 * HOUR)
-    real_update = outcomes.Obligation.update
+    real_update = obligations.Obligation.update
 
     def rival_first(*args, **kwargs):
-        real_update(state="overdue").where(outcomes.Obligation.state == "open").execute()
+        real_update(state="overdue").where(obligations.Obligation.state == "open").execute()
         return real_update(*args, **kwargs)
 
-    monkeypatch.setattr(outcomes.Obligation, "update", rival_first)
+    monkeypatch.setattr(obligations.Obligation, "update", rival_first)
     assert steps.engine.sweep_obligations()["overdue"] == []
     assert outcome_obligation(accepted["dispatch"]).state == "overdue"
     assert not Notification.select().where(Notification.kind == "obligation overdue").exists()

@@ -78,3 +78,16 @@ def test_the_registry_entry_is_labelled_fields_with_relative_times():
     fields = dict(explain.registry_fields(entry, T0))
     assert fields["status"] == "idle, 3 m ago"
     assert fields["process"].startswith("pid 4101")
+
+
+@pytest.mark.parametrize(
+    ("evidence", "words"),
+    [
+        ({"released_by": "dad"}, "cancelled: dad released the take (never sent)"),
+        ({"obligation": 3, "decided": "wait"}, "cancelled: obligation 3 was decided (wait)"),
+        ({"taken_by": 7}, "cancelled: the todo was taken by another dispatch (never sent)"),
+    ],
+)
+def test_an_envelope_cancelled_by_another_decision_says_which(evidence, words):
+    event = {"command": "cancel", "who": "dad", "evidence": evidence}
+    assert explain.happened(event, {}) == words

@@ -108,6 +108,17 @@ MUTANTS = (
         ),
     ),
     Mutant(
+        "a-try-due-during-the-pass-is-forgotten",
+        "refusals before connecting are bounded, and retried: a try that fell due while the"
+        " pass ran is due at once, not at the longest wait",
+        "coop_engine/loop/macs.py",
+        "        passed_at = self._passed_at if self._passed_at is not None else clock()\n",
+        "        passed_at = clock()\n",
+        (
+            "tests/coordinator/test_refused_before_sending.py::test_serve_on_the_real_clock_waits_for_the_next_try_without_a_pass",
+        ),
+    ),
+    Mutant(
         "a-refused-envelope-is-told-every-try",
         "refusals before connecting are told once, not at every try",
         "coop_engine/delivery.py",
