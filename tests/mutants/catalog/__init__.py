@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..mutant import Mutant
-from . import adoption, app, door, fleet, identity, ledger, native, obligations, policy
+from . import adoption, app, door, fleet, identity, ledger, native, obligations, oracle, policy
 
 MUTANTS: tuple[Mutant, ...] = (
     *native.MUTANTS,
@@ -15,4 +15,5 @@ MUTANTS: tuple[Mutant, ...] = (
     *app.MUTANTS,
     *identity.MUTANTS,
     *obligations.MUTANTS,
+    *oracle.MUTANTS,
 )
