@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import signal
 
-import pytest
 from officekit import Office
 
 from coop_engine.models import Outbox
@@ -37,10 +36,6 @@ def test_a_frame_a_dead_chat_never_read_is_never_proven_lost(office: Office) -> 
     assert Outbox.get_by_id(invitation).state == "uncertain"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Coop bug: the resumed process's idle status is taken as proof about the dead one",
-)
 def test_a_new_process_resuming_the_conversation_proves_nothing_of_a_frame_the_dead_one_held(
     office: Office,
 ) -> None:

@@ -9,6 +9,7 @@ verdict: only the three reasons of DESIGN.md 5.7 move an uncertain send to expir
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from coop_engine import identity, pacing, receipts
@@ -211,8 +212,13 @@ class ClaudeDoor(Door):
         cursor = row.cursor or {}
 
         def status() -> str | None:
-            entry = self.host.chat_entry(row.session)  # its process, as this pass's survey read it
-            return None if entry is None else entry.get("status")
+            # Its process, as this pass's survey read it: only the process the frame was
+            # written into can prove it dropped (a new one resuming the conversation never
+            # had the frame, so its idleness says nothing of it).
+            entry = self.host.chat_entry(row.session)
+            if entry is None or not wrote_into(entry, cursor.get("target")):
+                return None
+            return entry.get("status")
 
         def mentions() -> bool:
             # Every transcript the chat has written since the send: the one it was sent
@@ -260,6 +266,19 @@ class ClaudeDoor(Door):
             evidence["held"] = row.held  # the receiver's words decided, not the prediction
         self.engine.expire(row.id, evidence)
         self.log(f"{row.id[:8]} {row.kind} expired: {reason}")
+
+
+def wrote_into(entry: Mapping[str, Any], target: Any) -> bool:
+    """Whether the registry entry names the process the frame was written into (its pid
+    and start time, as the send pinned them); a send that pinned none is taken as the
+    entry's own (envelopes stored before the send recorded its target)."""
+    if not isinstance(target, dict):
+        return True
+    process = identity.process(entry)
+    return process is not None and (process.pid, process.birth) == (
+        target.get("pid"),
+        str(target.get("birth")),
+    )
 
 
 def read_in(row: Outbox) -> str:

@@ -27,8 +27,21 @@ MUTANTS = (
         "receiver-idle-without-entry: only a live chat's registry can say idle; a chat that"
         " exited with a frame unread leaves that frame's fate unknown",
         "coop_engine/loop/doors/claude.py",
-        '            return None if entry is None else entry.get("status")\n',
-        '            return "idle" if entry is None else entry.get("status")\n',
+        '            if entry is None or not wrote_into(entry, cursor.get("target")):\n'
+        "                return None\n",
+        '            if entry is None:\n                return "idle"\n',
         (ORACLE,),
+    ),
+    Mutant(
+        "a-resumed-process-speaks-for-the-dead-one",
+        "a chat is its process: only the process a frame was written into can prove it"
+        " dropped; a new one resuming the conversation never had the frame",
+        "coop_engine/loop/doors/claude.py",
+        "    return process is not None and (process.pid, process.birth) == (\n",
+        "    return process is not None or (process.pid, process.birth) == (\n",
+        (
+            "tests/coordinator/test_resumed_after_an_unread_frame.py"
+            "::test_a_new_process_resuming_the_conversation_proves_nothing_of_a_frame_the_dead_one_held",
+        ),
     ),
 )
