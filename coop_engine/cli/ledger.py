@@ -82,8 +82,9 @@ def todo_report(args: argparse.Namespace) -> int:
 
 
 def resend(args: argparse.Namespace) -> int:
-    """Send again, after looking at the receiver again: a receiver that still refuses
-    is not sent a second frame (nothing is created)."""
+    """Send again, after looking at the receiver again, now: a receiver that still
+    refuses, or whose settings cannot be read after a refusal by its policy, is not sent
+    a second frame (nothing is created; one line says why and what was predicted)."""
     from coop_engine.cli.caller import caller_session, check_decider
     from coop_engine.errors import Conflict
     from coop_engine.loop.resend import look_again
@@ -100,9 +101,10 @@ def resend(args: argparse.Namespace) -> int:
     finally:
         fleet.close()
     at_send, today = _prediction(looked["at_send"]), _prediction(looked["today"])
-    warn(f"predicted at send: {at_send}; today: {today}")
+    predicted = f"predicted at send: {at_send}; today: {today}"
     if looked["refusal"]:
-        raise Conflict(looked["refusal"])
+        raise Conflict(f"{looked['refusal']} ({predicted})")
+    warn(predicted)
     if looked["warning"]:
         warn(looked["warning"])
     result = engine.resend(outbox_id, args.by)
