@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..mutant import Mutant
-from . import adoption, app, door, fleet, identity, ledger, native, policy
+from . import adoption, app, door, faces, fleet, identity, ledger, native, policy
 
 MUTANTS: tuple[Mutant, ...] = (
     *native.MUTANTS,
@@ -14,4 +14,5 @@ MUTANTS: tuple[Mutant, ...] = (
     *fleet.MUTANTS,
     *app.MUTANTS,
     *identity.MUTANTS,
+    *faces.MUTANTS,
 )
