@@ -21,6 +21,7 @@ DEFAULT_DIALOG_EXPIRY = "5m"
 UNKNOWN_EXPIRY = "unknown"
 GRACE_SECONDS = 60
 PARITY = "permission-mode-parity"
+REFUSED_BY_POLICY = "refused-by-receiver-policy"
 BYPASS = "bypassPermissions"
 KNOWN_MODES = ("default", "auto", "acceptEdits", "plan", "dontAsk", BYPASS)
 
@@ -187,7 +188,7 @@ def delivery_verdict(
         return _held_verdict(policy, held, sent_at, now)
     verdict = policy.get("verdict")
     if verdict == "refuse":
-        return "refused-by-receiver-policy"
+        return REFUSED_BY_POLICY
     if verdict == "hold":
         expiry = _expiry_seconds(policy)
         if policy.get("source") != PARITY or expiry is None:

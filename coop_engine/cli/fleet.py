@@ -1,7 +1,8 @@
 """The fleet commands: `coop chats`, `coop hosts` and `coop chat show`. They read Macs,
 never the ledger or the app, through the one fleet survey (coop_engine/loop/survey.py):
 asked of the running coordinator over its hub when there is one (its connections are
-warm; loop/desk.py answers), else directly. Each JSON row says which: `"via"`."""
+warm; loop/desk.py answers; cli/client.py asks), else directly. Each JSON row says
+which: `"via"`."""
 
 from __future__ import annotations
 
@@ -9,11 +10,8 @@ import argparse
 import sys
 
 from coop_engine.cli.output import print_rows
-from coop_engine.errors import CoopError
 from coop_engine.formats import entry_lines, one_line, printable
-from coop_engine.home import coop_home
 from coop_engine.naming import short_ids
-from hosts.fleet import load_fleet
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
 if TYPE_CHECKING:
@@ -59,28 +57,12 @@ def warn(message: str) -> None:
     print(f"coop: warning: {one_line(message)}", file=sys.stderr)
 
 
-class HubRefused(CoopError):
-    """The coordinator answered with the command's own failure: said as the command would."""
-
-
 def _ask(op: str, args: dict[str, Any], direct: Callable[[Desk], Any]) -> tuple[Any, str]:
     """The answer to `op` and how it came: from the running coordinator ("serve"), or
     asked here through a Desk over this process's own connections ("direct")."""
-    from coop_engine.loop import hub
+    from coop_engine.cli import client
 
-    home = coop_home()
-    reply = hub.ask(home, op, args)
-    if reply is not None:
-        if not reply["ok"]:
-            raise HubRefused(reply["error"])
-        return reply["result"], "serve"
-    from coop_engine.loop.desk import Desk
-
-    fleet = load_fleet(home)
-    try:
-        return direct(Desk(fleet)), "direct"
-    finally:
-        fleet.close()
+    return client.ask(op, args, direct)
 
 
 def _via(rows: list[dict[str, Any]], via: str) -> list[dict[str, Any]]:
@@ -88,8 +70,8 @@ def _via(rows: list[dict[str, Any]], via: str) -> list[dict[str, Any]]:
 
 
 def live_chats(host: str | None) -> tuple[dict[str, Any], str]:
-    """`coop chats`' answer, `{rows, failed}`, each row with the short id the listing
-    shows (`short_id`: unique among the rows), and how it came (`via`)."""
+    """`coop chats`' answer, `{rows, failed, asked}`, each row with the short id the
+    listing shows (`short_id`: unique among the rows), and how it came (`via`)."""
     found, via = _ask("chats", {"host": host}, lambda desk: desk.chats(host))
     rows = found["rows"]
     shorts = short_ids(str(row["session_id"]) for row in rows)
@@ -152,19 +134,8 @@ def _chat_to_show(ref: str, host: str | None) -> tuple[str, str | None]:
     for name, cause in failed:
         warn(f"{name}: {cause}; its chats were not searched")
     claude = [row for row in found["rows"] if row["vendor"] == "claude"]
-    chat = resolve_chat(ref, live_pool(claude), lambda: asked_line(_asked(host), failed))
+    chat = resolve_chat(ref, live_pool(claude), lambda: asked_line(found["asked"], failed))
     return str(chat["session_id"]), str(chat["host"])
-
-
-def _asked(host: str | None) -> list[str]:
-    """The Macs a lookup of every Mac's chats asked (the one named, else the fleet's)."""
-    if host:
-        return [host]
-    fleet = load_fleet(coop_home())
-    try:
-        return list(fleet.hosts)
-    finally:
-        fleet.close()
 
 
 def _print_chat(view: dict[str, Any]) -> None:

@@ -35,17 +35,27 @@ def tui(args: argparse.Namespace) -> int:
 
 
 def demo(args: argparse.Namespace) -> int:
+    """The simulated fleet in the app, on the home `--home` or `$COOP_HOME` names (else a
+    temporary one); where it is is said first, and again once the demo ended."""
+    import os
+
     from coop_engine.loop.demo import HINT, Demo
 
-    with Demo(args.home, say=print) as demo:
+    # `coop --home DIR demo` and `coop demo --home DIR` both set COOP_HOME (cli/main.py).
+    with Demo(os.environ.get("COOP_HOME"), say=_say) as demo:
         assert demo.office is not None
         if args.no_tui:
             _print_outbox()
-            return 0
-        from coop_tui.app import CoopApp
+        else:
+            from coop_tui.app import CoopApp
 
-        CoopApp(demo.home, demo.office, banner=HINT, first_adoption_after=60.0).run()
+            CoopApp(demo.home, demo.office, banner=HINT, first_adoption_after=60.0).run()
+    _say(demo.farewell())
     return 0
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)  # before the app takes the screen, and seen once it is gone
 
 
 def _print_outbox() -> None:

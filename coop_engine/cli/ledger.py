@@ -23,9 +23,10 @@ if TYPE_CHECKING:
     from typing import Any
 
     from coop_engine.cli.addressing import Chat
+    from coop_engine.cli.client import Side
     from coop_engine.cli.output import Column
+    from coop_engine.loop.desk import Desk
     from hosts.fleet import Fleet
-    from hosts.mac.host import Host
 
 
 def open_engine(actor: str = "coop") -> Engine:
@@ -99,11 +100,13 @@ def obligation_review(args: argparse.Namespace) -> int:
 
 
 def resend(args: argparse.Namespace) -> int:
-    """Send again, after looking at the receiver again: a receiver that still refuses
-    is not sent a second frame (nothing is created)."""
+    """Send again, after looking at the receiver again, now, from whoever reaches it
+    (the running coordinator, when one serves this home): a receiver that still
+    refuses, or whose settings cannot be read after a refusal by its policy, is not sent
+    a second frame (nothing is created; one line says why and what was predicted)."""
     from coop_engine.cli.caller import caller_session, check_decider
+    from coop_engine.cli.client import ask
     from coop_engine.errors import Conflict
-    from coop_engine.loop.resend import look_again
 
     engine = open_engine(actor=args.by)
     check_decider(engine, "resend", args.by, caller_session())
@@ -111,15 +114,17 @@ def resend(args: argparse.Namespace) -> int:
     envelope = queries.envelope_row(outbox_id)
     if envelope["state"] != "expired" or envelope["resent_as"]:
         engine.resend(outbox_id, args.by)  # refused, in the ledger's words
-    fleet = _fleet()
-    try:
-        looked = look_again(fleet.hosts, envelope)
-    finally:
-        fleet.close()
+    looked, _ = ask(
+        "look_again",
+        {"envelope": envelope},
+        lambda desk: desk.look_again(envelope),
+        command=True,
+    )
     at_send, today = _prediction(looked["at_send"]), _prediction(looked["today"])
-    warn(f"predicted at send: {at_send}; today: {today}")
+    predicted = f"predicted at send: {at_send}; today: {today}"
     if looked["refusal"]:
-        raise Conflict(looked["refusal"])
+        raise Conflict(f"{looked['refusal']} ({predicted})")
+    warn(predicted)
     if looked["warning"]:
         warn(looked["warning"])
     result = engine.resend(outbox_id, args.by)
@@ -146,18 +151,21 @@ def warn(message: str) -> None:
 def withdraw(args: argparse.Namespace) -> int:
     """Take back an envelope that was never sent (pending -> cancelled), or one sent
     into a Codex thread's queue that still waits there (-> expired, withdrawn-from-queue,
-    on Codex's own `deleted: true`)."""
+    on Codex's own `deleted: true`), through the running coordinator's Macs when one
+    serves this home (as the app's Withdraw), else through this process's own."""
     from coop_engine.cli.caller import caller_session, check_decider
+    from coop_engine.cli.client import ask
     from coop_engine.loop.withdrawal import withdraw_envelope
 
     engine = open_engine(actor=args.by)
     check_decider(engine, "withdraw", args.by, caller_session())
     outbox_id = queries.resolve_outbox_id(args.outbox_id)
-    fleet = _fleet()
-    try:
-        result = withdraw_envelope(engine, fleet, outbox_id, args.by)
-    finally:
-        fleet.close()
+    result, _ = ask(
+        "withdraw",
+        {"outbox": outbox_id, "by": args.by},
+        lambda desk: withdraw_envelope(engine, desk.fleet, outbox_id, args.by),
+        command=True,
+    )
     if result["state"] == "expired":
         print(f"{outbox_id} withdrawn from Codex's queue: expired ({result['reason']})")
     else:
@@ -175,12 +183,18 @@ ADOPTION_COLUMNS: list[Column] = [
 
 
 def adopt(args: argparse.Namespace) -> int:
-    """One adoption pass; each candidate with its chat's label and short id."""
+    """One adoption pass (the running coordinator's, over its Macs, when one serves this
+    home); each candidate with its chat's label and short id."""
+    from coop_engine.cli.client import ask
     from coop_engine.loop.adoption import AdoptionPass
 
-    fleet = _fleet()
     engine = open_engine()
-    results = AdoptionPass(engine, fleet.hosts, fleet.office, log=lambda line: None).run()
+
+    def here(desk: Desk) -> list[dict[str, Any]]:
+        fleet = desk.fleet
+        return AdoptionPass(engine, fleet.hosts, fleet.office, log=lambda line: None).run()
+
+    results, _ = ask("adopt", {}, here, command=True)
     sessions = queries.sessions()
     shorts = session_shorts(sessions)
     by_ref = {f"{s['vendor']}:{s['native_id']}": s for s in sessions}
@@ -229,15 +243,12 @@ def _enrolled_host(sessions: list[dict[str, Any]], ref: str) -> str | None:
 
 def _live_host(ref: str) -> str:
     """The first Mac that has the chat now, or NotFound naming what each Mac said."""
+    from coop_engine.cli.client import ask
     from coop_engine.errors import NotFound
-    from coop_engine.loop.survey import find_session
 
     vendor, _, native_id = ref.partition(":")
-    fleet = _fleet()
-    try:
-        where = find_session(list(fleet.hosts.values()), vendor, native_id)
-    finally:
-        fleet.close()
+    question = {"vendor": vendor, "native_id": native_id}
+    where, _ = ask("find", question, lambda desk: desk.find(vendor, native_id), command=True)
     if not where["found"]:
         raise NotFound(f"{ref} is neither enrolled nor live ({where['asked']})")
     return str(where["found"][0])
@@ -245,17 +256,19 @@ def _live_host(ref: str) -> str:
 
 def _named_chief(text: str, sessions: list[dict[str, Any]]) -> Chat:
     """The one chat, enrolled or live on some Mac now, that `text` names."""
-    from coop_engine.loop.survey import live_chats
+    found = _live(None)
+    asked = [(failed["host"], failed["cause"]) for failed in found["failed"]]
+    pool = ledger_pool(sessions) + live_pool(found["rows"])
+    return resolve_chat(text, pool, lambda: "the ledger, " + asked_line(found["asked"], asked))
 
-    fleet = _fleet()
-    try:
-        rows, failed = live_chats(list(fleet.hosts.values()))
-    finally:
-        fleet.close()
-    named = list(fleet.hosts)
-    asked = [(error.host, error.cause) for error in failed]
-    pool = ledger_pool(sessions) + live_pool(rows)
-    return resolve_chat(text, pool, lambda: "the ledger, " + asked_line(named, asked))
+
+def _live(host: str | None) -> dict[str, Any]:
+    """The live chats of the Mac named or of every Mac (`{rows, failed, asked}`), asked
+    of the running coordinator's Macs when one serves this home (loop/desk.py)."""
+    from coop_engine.cli.client import ask
+
+    found, _ = ask("live", {"host": host}, lambda desk: desk.live(host), command=True)
+    return dict(found)
 
 
 def chief_show(args: argparse.Namespace) -> int:
@@ -277,28 +290,19 @@ def print_line(line: str) -> None:
 
 
 def invite(args: argparse.Namespace) -> int:
-    """Invite one exact chat, after asking the Macs where it is live. No reachable Mac
+    """Invite one exact chat, after asking the Macs where it is live (the running
+    coordinator's Macs when one serves this home, as the app's Invite). No reachable Mac
     has it: refused, nothing created. The named Mac cannot be asked: the invitation is
     recorded and waits, with a warning. A reference that is not a whole id names one of
     the chats the Macs list (or, on a Mac that cannot be asked, one the ledger knows)."""
-    from coop_engine.dispatching import parse_session_ref
-    from coop_engine.loop.survey import locate_live, locate_thread
+    from coop_engine.cli.client import Side
 
-    fleet = _fleet()
-    engine = open_engine(actor="dad")
-    pool: list[dict[str, Any]] = []
-    try:
+    # Who answers is chosen first: an own fleet.toml that cannot be read stops the
+    # command in one line before the ledger is touched.
+    with Side(command=True).choose() as side:
+        engine = open_engine(actor="dad")
         engine.todo(args.todo)  # an unknown todo is refused before any Mac is asked
-        hosts = [fleet.host(args.host)] if args.host else list(fleet.hosts.values())
-        ref = args.session
-        if not full_ref(ref):
-            chat, pool = _invited_chat(ref, hosts)
-            ref, hosts = chat_ref(chat), [fleet.host(chat["host"])]
-        vendor, native_id = parse_session_ref(ref)
-        locate = locate_live if vendor == "claude" else locate_thread
-        where = locate(hosts, native_id, ref)
-    finally:
-        fleet.close()
+        ref, where, pool = _invitee(side, args.session, args.host)
     entry = where["entry"] or {}
     result = engine.invite(
         args.todo, ref, where["host"], name=entry.get("name"), cwd=entry.get("cwd")
@@ -315,18 +319,34 @@ def invite(args: argparse.Namespace) -> int:
     return 0
 
 
-def _invited_chat(ref: str, hosts: list[Host]) -> tuple[Chat, list[dict[str, Any]]]:
-    """The chat an invitation's reference names among the live chats of `hosts`, and
-    the ledger's chats on those that could not be asked; and the chats looked among."""
-    from coop_engine.loop.survey import live_chats
+def _invitee(
+    side: Side, session: str, host: str | None
+) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
+    """The chat an invitation names (its whole reference), where it is (`{host, entry,
+    warning}`), and the chats a name or short id was looked up among."""
+    from coop_engine.dispatching import parse_session_ref
 
-    rows, failed = live_chats(hosts)
-    down = {error.host for error in failed}
+    pool: list[dict[str, Any]] = []
+    ref = session
+    if not full_ref(ref):
+        found = side.ask("live", {"host": host}, lambda desk: desk.live(host))
+        chat, pool = _invited_chat(ref, found)
+        ref, host = chat_ref(chat), str(chat["host"])
+    vendor, native_id = parse_session_ref(ref)
+    question = {"vendor": vendor, "native_id": native_id, "ref": ref, "host": host}
+    where = side.ask("locate", question, lambda desk: desk.locate(vendor, native_id, ref, host))
+    return ref, where, pool
+
+
+def _invited_chat(ref: str, found: dict[str, Any]) -> tuple[Chat, list[dict[str, Any]]]:
+    """The chat an invitation's reference names among the live chats `found` (`{rows,
+    failed, asked}`), and the ledger's chats on the Macs that could not be asked; and
+    the chats looked among."""
+    down = {failed["host"] for failed in found["failed"]}
     known = [row for row in queries.sessions() if row["host"] in down]
-    pool = live_pool(rows) + ledger_pool(known)
-    named = [host.name for host in hosts]
-    asked = [(error.host, error.cause) for error in failed]
-    return resolve_chat(ref, pool, lambda: asked_line(named, asked)), pool
+    pool = live_pool(found["rows"]) + ledger_pool(known)
+    asked = [(failed["host"], failed["cause"]) for failed in found["failed"]]
+    return resolve_chat(ref, pool, lambda: asked_line(found["asked"], asked)), pool
 
 
 def _shown_chat(envelope: dict[str, Any], pool: list[dict[str, Any]]) -> dict[str, Any]:
@@ -353,12 +373,48 @@ def note(message: str) -> None:
 
 
 def tick(args: argparse.Namespace) -> int:
+    """One coordinator pass. Beside a running coordinator it is that coordinator's pass
+    on every Mac, asked for over its hub and waited for (its Macs, not this process's:
+    never a second pass with another fleet); `--at` is then refused, since its clock is
+    now. On a home nobody serves, a pass here, as of `--at` when given."""
+    from coop_engine.cli.client import SERVE, ask
+    from coop_engine.errors import Conflict
+
+    answer: Any
+    answer, via = ask(
+        "tick", {"at": args.at}, lambda desk: _tick_here(desk.fleet, args.at), command=True
+    )
+    if via != SERVE:
+        return 0
+    stuck = [mac for mac in answer["macs"] if not mac["passed"]]
+    if stuck:
+        said = "; ".join(f"{mac['host']}: {mac['reason']}" for mac in stuck)
+        raise Conflict(f"the running coordinator's pass did not finish: {said}")
+    for mac in answer["macs"]:
+        if mac["reason"]:
+            warn(f"{mac['host']} could not be asked ({mac['reason']}); its envelopes wait")
+    names = ", ".join(str(mac["host"]) for mac in answer["macs"])
+    note(f"the running coordinator made a pass on {names}")
+    return 0
+
+
+def _tick_here(fleet: Fleet, at: float | None) -> None:
+    """A pass by this process over its own fleet, as of `at` (now when None). Refused
+    while a coordinator holds the ledger's claim without answering on this home's hub:
+    its Macs may be others than this process's."""
     import time
 
+    from coop_engine.errors import Conflict
+    from coop_engine.loop.claim import RUNNING, ledger_claim
     from coop_engine.loop.coordinator import Coordinator
 
-    fleet = _fleet()
-    at = args.at
     engine = Engine(open_ledger(coop_home()), clock=(lambda: at) if at is not None else time.time)
+    look = ledger_claim(engine.db).look()
+    if look.state == RUNNING:
+        holder = look.holder
+        named = f"{holder.who} (pid {holder.pid} on {holder.host})" if holder else "a coordinator"
+        raise Conflict(
+            f"{named} is running on this ledger and does not answer on this home's hub:"
+            " coop tick runs no second pass beside it"
+        )
     Coordinator(engine, fleet.hosts).tick()
-    return 0

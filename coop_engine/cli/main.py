@@ -302,6 +302,13 @@ def _demo(sub: Subparsers) -> None:
     demo.add_argument(
         "--no-tui", action="store_true", help="set the fleet up, print the outbox, stop"
     )
+    demo.add_argument(
+        "--home",
+        type=arguments.home_dir,
+        default=argparse.SUPPRESS,  # never overrides `coop --home DIR demo`
+        help="the demo's Coop home: a new or empty folder, kept after the demo"
+        " (default $COOP_HOME, else a temporary one)",
+    )
     demo.set_defaults(handler=_launcher("demo"))
 
 

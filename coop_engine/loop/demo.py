@@ -5,10 +5,17 @@ Two Macs: the office (this process's LocalHost) and a "laptop" with its own Clau
 config dir, reached through the same helper protocol as ssh (a PipeHost). A Codex home
 with threads, and todos with deliveries in every state. `stop()` ends every process the
 demo started.
+
+Its ledger lives in a Coop home: the one named (`--home`, `$COOP_HOME`), which must not
+hold a ledger yet (the demo stages its own), else a temporary one that goes with the
+demo. The demo says where before anything else, so that the CLI can be tried on it
+from another terminal (`coop --home DIR outbox`): beside the demo's coordinator the CLI
+is its client, and asks the demo's simulated Macs (loop/desk.py).
 """
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import sys
 import tempfile
@@ -16,8 +23,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from coop_engine.db import open_ledger
+from coop_engine.db import LEDGER_FILE, open_ledger
 from coop_engine.engine import Engine
+from coop_engine.errors import Conflict
+from coop_engine.formats import printable
+from coop_engine.home import ensure_home, shown_path
 from coop_engine.loop.coordinator import Coordinator
 from coop_engine.loop.office import Office
 from coop_engine.models import Dispatch, Session
@@ -183,25 +193,52 @@ def _settled() -> bool:
 
 class Demo:
     """A staged demo fleet for as long as the `with` block lasts: its folders, its
-    processes, its ledger's home and the Office the app is given."""
+    processes, its ledger's home and the Office the app is given. `home`: the Coop home
+    named (`--home`, `$COOP_HOME`), or None for a temporary one."""
 
     def __init__(self, home: str | None, say: Callable[[str], None]) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="coop-demo-"))
+        self.named = bool(home)
         self.home = Path(home).expanduser().resolve() if home else self.root / "coop-home"
         self.say = say
         self.fleet = DemoFleet(self.root, self.home)
         self.office: Office | None = None
 
     def __enter__(self) -> Demo:
-        self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fleet = self.fleet.fleet()
         try:
+            self._claim_home()
+            self.say(self.where())
+            fleet = self.fleet.fleet()
             stage(self.fleet, fleet, self.say)
         except BaseException:
             self.__exit__()
             raise
         self.office = Office(fleet)
         return self
+
+    def _claim_home(self) -> None:
+        """The home, made private when new; Conflict when it holds a ledger already: the
+        demo's todos and envelopes are never staged into one (a person's own, say)."""
+        ensure_home(self.home)
+        if (self.home / LEDGER_FILE).exists():
+            raise Conflict(
+                f"the Coop home {shown_path(self.home)} holds a ledger ({LEDGER_FILE})"
+                " already: the demo stages its own; name a new or empty folder with --home"
+            )
+
+    def where(self) -> str:
+        """The line that says where the demo's home is, and how to try the CLI on it."""
+        shown = printable(str(self.home))
+        command = printable(shlex.join(["coop", "--home", str(self.home), "outbox"]))
+        lifetime = "kept after the demo" if self.named else "removed when the demo ends"
+        return f"coop demo: its home is {shown} ({lifetime}); try the CLI on it: {command}"
+
+    def farewell(self) -> str:
+        """The line said once the demo ended: where its ledger stays, or that it went."""
+        shown = printable(str(self.home))
+        if self.named:
+            return f"coop demo: its ledger stays in {shown}; its chats have stopped"
+        return f"coop demo: its home {shown} went with it"
 
     def __exit__(self, *_: object) -> None:
         self.fleet.stop()

@@ -1,14 +1,20 @@
-"""The coordinator's hub: a private Unix socket in the Coop home through which the CLI's
-fleet commands (`coop chats`, `coop hosts`, `coop chat show`) ask a running coordinator,
-which keeps warm ssh connections to every Mac, instead of opening connections of their own.
+"""The coordinator's hub: a private Unix socket in the Coop home through which the CLI
+asks a running coordinator, which keeps warm connections to every Mac of its own fleet,
+whatever touches the fleet: the listings (`coop chats`, `coop hosts`, `coop chat show`)
+and the commands (`coop invite`, `coop resend`, `coop withdraw`, `coop tick`).
 
-This module is only the transport. The coordinator plugs its answers in as a callback;
-`ask` answers None whenever there is no coordinator to ask (no socket, nobody listening, a
-socket that is not private, no reply in time), and the caller then connects itself.
+This module is only the transport. The coordinator plugs its answers in as a callback.
+`ask`, for a listing, answers None whenever there is no coordinator to ask (no socket,
+nobody listening, a socket that is not private, no reply in time), and the caller then
+connects itself. `command`, for a command, answers None only when nobody listens, so
+nothing was asked; a request sent and not answered is Unanswered, never done again by
+the caller with another fleet.
 
 One request per connection: the client sends one JSON line `{"op": str, "args": {...}}`,
 the hub replies one JSON line `{"ok": true, "result": ...}` or `{"ok": false, "error":
-"..."}`, and closes the connection.
+"...", "kind": "bad-input" | "refused" | "failed"}` (what the answer raised: input no
+command could take, a refusal by a rule or a Mac, or anything else), and closes the
+connection.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ import sys
 import time
 from pathlib import Path
 
+from coop_engine.errors import BadInput, CoopError
+from hosts.mac.errors import HostsError
 from hosts.mac.native import NativeRefusal, private_socket
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
@@ -36,6 +44,8 @@ if TYPE_CHECKING:
 # Not "coop.db...": serve's watcher takes every file whose name starts so for a ledger write.
 HUB_SOCKET = "coop.hub.sock"
 ASK_TIMEOUT = 15.0
+# A command's answer may wait for a Mac (a Codex app-server starting, a pass on each Mac).
+COMMAND_TIMEOUT = 120.0
 # sockaddr_un.sun_path is 108 bytes on Linux, 104 on macOS; keep one for the NUL.
 MAX_SOCKET_PATH = 103 if sys.platform == "darwin" else 107
 MAX_REQUEST = 1 << 20  # bytes in a request line, its newline not counted
@@ -46,6 +56,11 @@ CHUNK = 64 << 10
 
 class HubError(Exception):
     """The hub could not be started: one line naming the path."""
+
+
+class Unanswered(CoopError):
+    """A command was sent to the running coordinator and no whole answer came back: it
+    may have been done there, so it is not done again here."""
 
 
 class _BadRequest(Exception):
@@ -212,7 +227,7 @@ class Hub:
                     raise _BadRequest(f"line longer than {MAX_REQUEST} bytes")
                 op, args = _request(line)
             except _BadRequest as error:
-                reply = _failure(f"bad request: {error}")
+                reply = _failure(f"bad request: {error}", "bad-input")
             else:
                 reply = self._reply(op, args)
             try:
@@ -226,11 +241,11 @@ class Hub:
         try:
             result = self.answer(op, args)
         except Exception as error:  # the coordinator's failure is the client's answer
-            return _failure(_one_line(error))
+            return _failure(_one_line(error), _kind(error))
         try:
             return _encode({"ok": True, "result": result})
         except (TypeError, ValueError, RecursionError) as error:
-            return _failure(f"answer is not JSON: {_one_line(error)}")
+            return _failure(f"answer is not JSON: {_one_line(error)}", "failed")
 
 
 def ask(
@@ -239,7 +254,25 @@ def ask(
     """The coordinator's reply ({"ok": ..., "result"/"error": ...}) or None when there is
     no coordinator to ask: no socket file, not a socket, not private, nobody listening
     (ECONNREFUSED), or no complete reply within `timeout` (a coordinator that hangs: the
-    caller then connects itself). `args` must be JSON-serialisable."""
+    caller then connects itself). For a question only: a listing asked twice does no
+    harm. `args` must be JSON-serialisable."""
+    try:
+        return _exchange(home, op, args, timeout)
+    except Unanswered:
+        return None
+
+
+def command(
+    home: Path, op: str, args: dict[str, Any], timeout: float = COMMAND_TIMEOUT
+) -> dict[str, Any] | None:
+    """The coordinator's reply to a command, or None when no coordinator listens (nothing
+    was sent: the caller may do it itself). Unanswered, naming the hub, when the request
+    was sent and no whole reply came within `timeout`: the coordinator may have done it."""
+    return _exchange(home, op, args, timeout)
+
+
+def _exchange(home: Path, op: str, args: dict[str, Any], timeout: float) -> dict[str, Any] | None:
+    """None when nobody could be asked; Unanswered once the request may have been read."""
     path = str(hub_path(home))
     try:
         # Never send a request into a socket someone else may own. Its folder is ours
@@ -252,14 +285,33 @@ def ask(
     client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         client.settimeout(timeout)
-        client.connect(path)
-        client.sendall(request)
-        client.shutdown(socket.SHUT_WR)
-        raw = _read_reply(client, deadline)
-    except OSError:  # refused, reset, timed out: no coordinator that answers
-        return None
+        try:
+            client.connect(path)
+        except OSError:  # refused, gone: no coordinator listens
+            return None
+        try:
+            client.sendall(request)
+            client.shutdown(socket.SHUT_WR)
+            raw = _read_reply(client, deadline)
+        except OSError as error:  # reset, timed out: asked, and not answered
+            raise Unanswered(_unanswered(path, error.strerror or "none in time")) from None
     finally:
         client.close()
+    reply = _parsed(raw)
+    if reply is None:
+        raise Unanswered(_unanswered(path, "no whole line"))
+    return reply
+
+
+def _unanswered(path: str, why: str) -> str:
+    return (
+        f"the running coordinator, asked through {path}, did not answer ({why}); nothing"
+        " was done here: see coop status and coop outbox before trying again"
+    )
+
+
+def _parsed(raw: bytes | None) -> dict[str, Any] | None:
+    """The reply line as a reply, or None when it is none."""
     if raw is None:
         return None
     try:
@@ -279,8 +331,17 @@ def _encode(value: dict[str, Any]) -> bytes:
     return json.dumps(value, ensure_ascii=True).encode("ascii") + b"\n"
 
 
-def _failure(error: str) -> bytes:
-    return _encode({"ok": False, "error": error})
+def _failure(error: str, kind: str) -> bytes:
+    return _encode({"ok": False, "error": error, "kind": kind})
+
+
+def _kind(error: BaseException) -> str:
+    """What an answer raised, as the client words and exits for it (DESIGN 12)."""
+    if isinstance(error, BadInput):
+        return "bad-input"
+    if isinstance(error, (CoopError, HostsError)):
+        return "refused"
+    return "failed"
 
 
 def _one_line(error: BaseException) -> str:

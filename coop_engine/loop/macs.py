@@ -75,6 +75,11 @@ class MacWorker:
         self._news = threading.Lock()
         self.passes = 0
         self.progress = threading.Condition()  # notified after each pass, answered or not
+        # Passes asked for (coop tick beside this coordinator): the asks a pass took in
+        # when it began, and the last ask a finished pass took in.
+        self._pass_asks = 0
+        self._taking = 0
+        self.answered_upto = 0
         self._told: str | None = None  # the unreachable reason last logged
         self._passed_at: float | None = None  # the ledger's time the last pass ran as of
         self._threads = [threading.Thread(target=self.run, name=f"mac-{name}", daemon=True)]
@@ -103,12 +108,34 @@ class MacWorker:
             self.mac_news = True
         self.wake.set()
 
+    def ask_pass(self) -> int:
+        """Ask for a pass begun after this call: its ticket, for `await_pass`."""
+        with self._news:
+            self._pass_asks += 1
+            self.mac_news = True  # a pass, whatever else woke the worker
+            ticket = self._pass_asks
+        self.wake.set()
+        return ticket
+
+    def await_pass(self, ticket: int, deadline: float) -> bool:
+        """Whether a pass that began after the ask `ticket` finished by `deadline`
+        (time.monotonic); False once the coordinator is stopping."""
+        with self.progress:
+            while self.answered_upto < ticket:
+                left = deadline - time.monotonic()
+                if left <= 0 or self.stopping.is_set():
+                    return False
+                self.progress.wait(left)
+        return True
+
     def _woken_by(self) -> tuple[bool, bool]:
         """(ledger, Mac) news since the last asking, taken together: a change arriving
-        after this is kept for the next wake, never lost between the two flags."""
+        after this is kept for the next wake, never lost between the two flags. The
+        passes asked for so far are taken in by the pass about to begin."""
         with self._news:
             told = self.ledger_news, self.mac_news
             self.ledger_news = self.mac_news = False
+            self._taking = self._pass_asks
         return told
 
     def stop(self) -> None:
@@ -148,6 +175,7 @@ class MacWorker:
             self.after_pass()
             with self.progress:
                 self.passes += 1
+                self.answered_upto = self._taking
                 self.progress.notify_all()
             if answered:
                 retry = 0.0

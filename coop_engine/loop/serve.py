@@ -18,8 +18,12 @@ After the chores, each event since the last round that needs a decision from Dad
 expiry, a conflict, a hold, a refused adoption, an overdue obligation) goes to the
 notifier (loop/notifier.py), as fleet.toml's `[notify]` allows.
 
-While it runs, the fleet commands of the CLI ask it over the hub (loop/hub.py, answered
-by loop/desk.py) rather than opening connections of their own. SIGTERM or Ctrl-C
+While it runs, the CLI on its home asks it over the hub (loop/hub.py, answered by
+loop/desk.py) whatever touches the fleet, rather than opening connections of its own:
+the listings, the questions `coop invite`, `coop resend` and `coop chief set` put to the
+Macs, `coop withdraw`, `coop adopt --once` (this coordinator's adoption pass,
+`adopt_now`) and `coop tick`, which is a pass of this coordinator's on every Mac
+(`pass_now`), never a second coordinator's pass beside it. SIGTERM or Ctrl-C
 finishes the command at hand and exits; a SIGKILL loses nothing, since every step is
 committed before the next one starts and a restart reconciles uncertain envelopes
 first.
@@ -67,6 +71,7 @@ from hosts.mac.errors import HostsError
 from hosts.mac.local import LocalHost
 
 MIN_PASS_GAP = 0.05
+PASS_WAIT = 90.0  # how long `coop tick` waits for this coordinator's pass on every Mac
 LONGEST = 30.0  # the longest a Mac goes unsurveyed, or the ledger unswept, when idle
 HEARTBEAT_SECONDS = 10.0
 # watchdog's event types that mean a file changed ("closed" is a close after a write).
@@ -197,6 +202,7 @@ class Server:
         self.news: LedgerNews | None = None  # what the loop's rounds saw of the ledger
         self.crash: BaseException | None = None  # a worker's bug, which stops serve
         self._beating = threading.Lock()
+        self._adopting = threading.Lock()  # the loop's adoption pass, or `coop adopt --once`
         self._watching = threading.Lock()
         self._wanted: set[str] = set()  # the files this Mac's watch is for
         self._sessions = ""  # this Mac's registry folder
@@ -316,9 +322,34 @@ class Server:
         """The fleet commands' way to this coordinator; without one they connect themselves."""
         try:
             ensure_home(self.home)  # a ledger on a database server needs no home of its own
-            self.hub = Hub(self.home, Desk(self.fleet, self.coordinator.unreachable).answer).start()
+            desk = Desk(self.fleet, self.coordinator.unreachable, self)
+            self.hub = Hub(self.home, desk.answer).start()
         except (HubError, LedgerError) as error:
             self.log(f"the CLI's fleet commands connect themselves: {error}")
+
+    def adopt_now(self) -> list[dict[str, Any]]:
+        """The adoption pass, now, one at a time (the loop's own, `coop adopt --once`)."""
+        with self._adopting:
+            return self.adoption.run()
+
+    def pass_now(self, wait: float = PASS_WAIT) -> dict[str, Any]:
+        """A pass on every Mac, each begun after this call (the ledger's chores are woken
+        too, not waited for): `{macs: [{host, passed, reason}]}` once every Mac's worker
+        finished its pass or `wait` seconds passed (`passed` false, `reason` why). A Mac
+        that could not be asked has passed, with the reason its envelopes wait."""
+        tickets = {name: worker.ask_pass() for name, worker in self.workers.items()}
+        self.wake.set()
+        deadline = time.monotonic() + wait
+        macs = []
+        for name, worker in self.workers.items():
+            if not worker.await_pass(tickets[name], deadline):
+                why = "the coordinator is stopping" if self.stopping.is_set() else None
+                reason = why or f"its pass did not finish within {wait:.0f} s"
+                macs.append({"host": name, "passed": False, "reason": reason})
+                continue
+            unreachable = self.coordinator.unreachable.get(name)
+            macs.append({"host": name, "passed": True, "reason": unreachable})
+        return {"macs": macs}
 
     def _guarded(self, what: str, step: Callable[[], object], *also: type[Exception]) -> bool:
         """Run one step of the loop; True when it ran. A refusal (the ledger locked past
@@ -383,7 +414,7 @@ class Server:
                 for worker in self.workers.values():
                     worker.news()
             if started >= adoption_due and not self.stopping.is_set():
-                self._guarded("the adoption pass", self.adoption.run)
+                self._guarded("the adoption pass", self.adopt_now)
                 adoption_due = started + self.adoption_interval
             if started >= beat_due:
                 self._beat()

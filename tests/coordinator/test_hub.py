@@ -17,14 +17,18 @@ from typing import Any
 
 import pytest
 
+from coop_engine.errors import Ambiguous, Conflict
 from coop_engine.loop.hub import (
     MAX_SOCKET_PATH,
     Hub,
     HubError,
+    Unanswered,
     ask,
+    command,
     hub_path,
 )
 from coop_engine.loop.serve import is_ledger_file
+from hosts.mac.errors import HostError
 
 Start = Callable[..., Hub]
 
@@ -116,7 +120,11 @@ def test_an_answer_that_raises_is_an_error_reply(home: Path, start: Start) -> No
         raise ValueError("no Mac named 'x'\nand a second line nobody needs")
 
     start(answer)
-    assert ask(home, "chat show", {"host": "x"}) == {"ok": False, "error": "no Mac named 'x'"}
+    assert ask(home, "chat show", {"host": "x"}) == {
+        "ok": False,
+        "error": "no Mac named 'x'",
+        "kind": "failed",
+    }
 
 
 def test_an_answer_that_is_not_json_is_an_error_reply(home: Path, start: Start) -> None:
@@ -228,6 +236,49 @@ def test_a_hub_that_hangs_is_given_up_on(home: Path, start: Start) -> None:
         assert ask(home, "chats", {}, timeout=0.5) is None
     finally:
         release.set()
+
+
+def test_a_command_sent_and_not_answered_is_unanswered_never_none(home: Path, start: Start) -> None:
+    release = threading.Event()
+
+    def answer(op: str, args: dict[str, Any]) -> Any:
+        release.wait()
+        return "too late"
+
+    start(answer)
+    try:
+        # None would tell the CLI to do it itself, with another fleet: it may be done here.
+        with pytest.raises(Unanswered, match="did not answer .*nothing was done here"):
+            command(home, "withdraw", {}, timeout=0.5)
+    finally:
+        release.set()
+
+
+def test_a_command_with_nobody_listening_is_none(home: Path) -> None:
+    assert command(home, "tick", {}) is None
+    stale_socket(hub_path(home))
+    assert command(home, "tick", {}) is None
+
+
+@pytest.mark.parametrize(
+    ("raised", "kind"),
+    [
+        (Ambiguous("'doc' names several chats"), "bad-input"),
+        (Conflict("the receiver still refuses"), "refused"),
+        (HostError("laptop", "timed out"), "refused"),
+        (KeyError("outbox"), "failed"),
+    ],
+    ids=["bad-input", "a-rule", "a-mac", "a-bug"],
+)
+def test_a_refusal_says_its_kind_so_the_cli_exits_as_it_would(
+    home: Path, start: Start, raised: Exception, kind: str
+) -> None:
+    def answer(op: str, args: dict[str, Any]) -> Any:
+        raise raised
+
+    start(answer)
+    reply = command(home, "invite", {})
+    assert reply is not None and (reply["ok"], reply["kind"]) == (False, kind)
 
 
 def test_close_removes_its_own_socket_and_is_idempotent(home: Path, start: Start) -> None:

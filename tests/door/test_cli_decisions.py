@@ -76,13 +76,37 @@ def test_send_again_to_a_receiver_that_still_refuses_is_refused(
     assert rows(run_coop, env)[0]["reason"] == "refused-by-receiver-policy"
     done = run_coop("resend", outbox_id, "--by", "dad", env=env)
     assert done.returncode == 1
-    assert "predicted at send: refuse (settings-flag); today: refuse (settings-flag)" in (
-        done.stderr
-    )
-    assert done.stderr.splitlines()[-1] == (
-        "coop: the receiver still refuses peer messages: its crossSessionInbound must change first"
+    assert done.stderr == (
+        "coop: the receiver still refuses peer messages: its crossSessionInbound must change"
+        " first (predicted at send: refuse (settings-flag); today: refuse (settings-flag))\n"
     )
     assert len(rows(run_coop, env)) == 1  # nothing was created
+
+
+def test_send_again_after_a_refusal_by_policy_reads_the_receivers_settings_now(
+    run_coop: Any, fleet: SimFleet, tmp_path: Path
+) -> None:
+    settings = tmp_path / "receiver-settings.json"
+    settings.write_text('{"crossSessionInbound": "refuse"}')
+    chat = fleet.start("--settings", str(settings))
+    env = {"CLAUDE_CONFIG_DIR": str(fleet.config_dir)}
+    outbox_id = invited(run_coop, env, chat.ref)
+    run_coop("tick", env=env)
+    assert rows(run_coop, env)[0]["reason"] == "refused-by-receiver-policy"
+    settings.write_text("{ not json")
+    unread = run_coop("resend", outbox_id, "--by", "dad", env=env)
+    assert unread.returncode == 1
+    (line,) = unread.stderr.splitlines()
+    assert line.startswith(f"coop: the receiver's settings cannot be read now ({settings}: ")
+    assert "Send again needs them read and no longer refusing" in line
+    assert len(rows(run_coop, env)) == 1  # nothing was created
+    settings.write_text('{"crossSessionInbound": "accept"}')
+    again = run_coop("resend", outbox_id, "--by", "dad", env=env)
+    assert again.returncode == 0, again.stderr
+    assert "predicted at send: refuse (settings-flag); today: accept (settings-flag)" in (
+        again.stderr
+    )
+    assert len(rows(run_coop, env)) == 2
 
 
 def test_send_again_after_a_parity_loss_warns_it_will_be_held_again(

@@ -8,6 +8,7 @@ folders with them.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -210,3 +211,44 @@ def test_coop_demo_in_tmux_from_keys_to_quit_leaves_nothing_running(
     assert not [pid for pid in started if alive(pid)], "processes left behind"
     assert not list((tmp_path / "tmp").iterdir()), "temporary folders left behind"
     assert not [folder for folder in sockets if folder.exists()], "socket folder left"
+
+
+def test_coop_demo_says_its_home_before_the_app_and_after_it_and_the_cli_is_its_client(
+    terminal: Terminal, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    terminal.start([*coop_command(), "demo", "--home", str(home)])
+    terminal.tmux("set-option", "-t", "demo", "remain-on-exit", "on")  # to read it after
+    terminal.wait_for(lambda s: "Outbox ·" in s and "try: " in s, "the app, live", timeout=60)
+
+    def coop(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*coop_command(), "--home", str(home), *args],
+            capture_output=True,
+            text=True,
+            env=terminal.env,
+            timeout=120,
+        )
+
+    hosts = coop("hosts", "--json")
+    assert hosts.returncode == 0, hosts.stderr
+    assert [(row["host"], row["via"]) for row in json.loads(hosts.stdout)] == [
+        ("office", "serve"),
+        ("laptop", "serve"),
+    ]
+    outbox = json.loads(coop("outbox", "--json").stdout)
+    locked = next(row for row in outbox if row["reason"] == "refused-by-receiver-policy")
+    refused = coop("resend", locked["id"], "--by", "dad")
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("coop: the receiver still refuses peer messages")
+    assert len(json.loads(coop("outbox", "--json").stdout)) == len(outbox)
+
+    terminal.keys("q")
+    terminal.wait_for(lambda s: "its ledger stays in" in s, "the demo's last line", 30)
+    # The screen the app leaves: the lines said before it took the screen, and after.
+    said = terminal.tmux("capture-pane", "-p", "-J", "-t", "demo").stdout
+    terminal.tmux("kill-session", "-t", "demo")
+    assert f"coop demo: its home is {home} (kept after the demo)" in said
+    assert f"coop demo: its ledger stays in {home}; its chats have stopped" in said
+    assert said.index("its home is") < said.index("its ledger stays in")
+    assert (home / "coop.db").exists()

@@ -3,7 +3,19 @@
 from __future__ import annotations
 
 from ..mutant import Mutant
-from . import adoption, app, door, fleet, identity, ledger, native, obligations, oracle, policy
+from . import (
+    adoption,
+    app,
+    door,
+    faces,
+    fleet,
+    identity,
+    ledger,
+    native,
+    obligations,
+    oracle,
+    policy,
+)
 
 MUTANTS: tuple[Mutant, ...] = (
     *native.MUTANTS,
@@ -16,4 +28,5 @@ MUTANTS: tuple[Mutant, ...] = (
     *identity.MUTANTS,
     *obligations.MUTANTS,
     *oracle.MUTANTS,
+    *faces.MUTANTS,
 )

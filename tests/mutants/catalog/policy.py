@@ -185,9 +185,9 @@ MUTANTS = (
         "refused-waits-for-the-grace",
         "refused-by-receiver-policy: a predicted refuse expires at once",
         POLICY,
-        '    if verdict == "refuse":\n        return "refused-by-receiver-policy"\n',
+        '    if verdict == "refuse":\n        return REFUSED_BY_POLICY\n',
         '    if verdict == "refuse" and now >= sent_at + GRACE_SECONDS:\n'
-        '        return "refused-by-receiver-policy"\n',
+        "        return REFUSED_BY_POLICY\n",
         (f"{TEST_POLICY}::test_refuse_expires_at_once",),
     ),
     Mutant(
