@@ -15,8 +15,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from coop_engine import queries
-from coop_engine.errors import CoopError
+from coop_engine import frame_text, queries
+from coop_engine.errors import BadInput, CoopError
 from coop_tui import explain
 from coop_tui.chats import shown_id
 from coop_tui.messages import LedgerChanged
@@ -202,7 +202,10 @@ class FilterDialog(ModalScreen[str | None]):
 
 
 class AddTodoDialog(OfTheApp, ModalScreen[int | None]):
-    """A new todo, as Dad: a title (and a project); returns its id once it is stored."""
+    """A new todo, as Dad: a title (and a project); returns its id once it is stored.
+    A title the door refuses (coop_engine/frame_text.py: one line, at most 200
+    characters, no control or bidi character) is refused here in the door's words, the
+    title kept for editing, and nothing is recorded."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="todo.cancel", tooltip="Add nothing"),
@@ -214,16 +217,22 @@ class AddTodoDialog(OfTheApp, ModalScreen[int | None]):
             yield Static(line("Title, then enter (a project is optional)"))
             yield Field(placeholder="Fix the flaky importer test", id="todo-title")
             yield Field(placeholder="project (optional)", id="todo-project")
+            yield Static(id="todo-refusal", classes="refusal")
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#todo-title", Input).focus()
 
+    @on(Input.Changed)
+    def _edited(self) -> None:
+        self.refuse(None)
+
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
-        title = self.query_one("#todo-title", Input).value.strip()
-        if not title:
-            toast(self, line("A todo needs a title"), title="Add a todo", severity="warning")
+        try:
+            title = frame_text.title(self.query_one("#todo-title", Input).value)
+        except BadInput as refusal:
+            self.refuse(str(refusal))
             self.query_one("#todo-title", Input).focus()
             return
         if event.input.id == "todo-title" and not self.query_one("#todo-project", Input).value:
@@ -232,16 +241,22 @@ class AddTodoDialog(OfTheApp, ModalScreen[int | None]):
         project = self.query_one("#todo-project", Input).value.strip() or None
         self.add(title, project)
 
+    def refuse(self, why: str | None) -> None:
+        """Say in the dialog why the todo is not added (None: nothing to say now)."""
+        refusal = self.query_one("#todo-refusal", Static)
+        refusal.update(line(why or "", "bold"))
+        refusal.set_class(why is not None, "-refused")
+
     @work(thread=True, group="commands", exit_on_error=False)
     def add(self, title: str, project: str | None) -> None:
         engine = self.coop.engine
         if engine is None:
-            toast(self, line("The ledger is not open yet"), title="Add a todo", severity="warning")
+            self.app.call_from_thread(self.refuse, "The ledger is not open yet: try again")
             return
         try:
             todo = engine.add_todo(title, project=project)
         except CoopError as refusal:
-            toast(self, line(refusal), title="Add a todo", severity="warning")
+            self.app.call_from_thread(self.refuse, str(refusal))
             return
         toast(self, line(f"Added todo #{todo['id']}: {title}"), title="Add a todo")
         self.app.post_message(LedgerChanged())
@@ -296,6 +311,17 @@ def todo_label(todo: dict[str, Any]) -> Shown:
     return line(f"#{todo['id']}  {todo['title']}  ({todo['state']})")
 
 
+def door_refusal(todo: dict[str, Any]) -> str | None:
+    """Why the door would not send this todo in a frame (its title or body), in its
+    words; None when it would."""
+    try:
+        frame_text.title(str(todo.get("title") or ""))
+        frame_text.body(str(todo.get("body") or ""))
+    except BadInput as refusal:
+        return str(refusal)
+    return None
+
+
 @dataclass(frozen=True)
 class Invitee:
     """Who the invite dialog picked: the todo, and the chat as the engine's invite takes
@@ -319,7 +345,9 @@ def invitable(chats: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 class InviteDialog(OfTheApp, ModalScreen[Invitee | None]):
     """Pick a todo (enter), then a Claude chat or a Codex thread on any Mac, each with its
-    predicted verdict; `+` adds a todo here."""
+    predicted verdict; `+` adds a todo here. A todo the door would not send (a ledger
+    older than its check may hold a title with an escape) is refused when it is picked,
+    in the door's words."""
 
     AUTO_FOCUS = "#todos"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -331,6 +359,7 @@ class InviteDialog(OfTheApp, ModalScreen[Invitee | None]):
         super().__init__()
         self.todo: int | None = None
         self.chats: dict[str, dict[str, Any]] = {}
+        self.todos: dict[int, dict[str, Any]] = {}
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -338,6 +367,7 @@ class InviteDialog(OfTheApp, ModalScreen[Invitee | None]):
                 line("Invite: pick a todo (enter), then a chat (enter) · + adds a todo", "bold")
             )
             yield OptionList(id="todos")
+            yield Static(id="invite-refusal", classes="refusal")
             yield OptionList(id="chats")
         yield Footer()
 
@@ -360,6 +390,7 @@ class InviteDialog(OfTheApp, ModalScreen[Invitee | None]):
     def show_todos(self, todos: list[dict[str, Any]], pick: int | None = None) -> None:
         options = self.query_one("#todos", OptionList)
         options.clear_options()
+        self.todos = {int(todo["id"]): todo for todo in todos}
         for todo in todos:
             options.add_option(Option(todo_label(todo), id=str(todo["id"])))
         if not todos:
@@ -378,7 +409,15 @@ class InviteDialog(OfTheApp, ModalScreen[Invitee | None]):
 
     @on(OptionList.OptionSelected, "#todos")
     def _todo_picked(self, event: OptionList.OptionSelected) -> None:
-        self.todo = int(str(event.option.id))
+        picked = int(str(event.option.id))
+        refusal = self.query_one("#invite-refusal", Static)
+        why = door_refusal(self.todos.get(picked, {}))
+        refusal.update(line(why or "", "bold"))
+        refusal.set_class(why is not None, "-refused")
+        if why is not None:
+            self.todo = None
+            return
+        self.todo = picked
         chats = self.query_one("#chats", OptionList)
         if chats.highlighted is None and self.chats:
             chats.highlighted = 0

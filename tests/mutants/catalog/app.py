@@ -1,7 +1,7 @@
 """What Dad sees and is told ([5/6], DESIGN 9): the header's truth about the coordinator,
 alerts only for decisions, the notifier's argv, a terminal's width, one meaning per key;
 the app's text boundary (issue 28): one renderer, by type, for every pane, dialog,
-toast, header and status line."""
+toast, header and status line, and the door's refusal in the app's dialogs."""
 
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ ESCAPES = "tests/tui/test_escapes.py"
 ON_EVERY_SCREEN = f"{ESCAPES}::test_a_chat_named_with_escapes_shows_them_printed_on_every_screen"
 AS_TYPED = f"{ESCAPES}::test_the_filter_the_status_line_and_a_widgets_toast_take_markup_as_written"
 APP_PROPERTIES = "tests/properties/test_app_text_boundary.py"
+ADD_TODO = "tests/tui/test_add_todo.py"
+PASTED = f"{ADD_TODO}::test_a_pasted_title_holding_controls_is_refused_in_the_doors_words_and_kept"
 
 MUTANTS = (
     Mutant(
@@ -217,6 +219,24 @@ MUTANTS = (
         "coop_tui/widgets/field.py",
         '        return shown(pictured(self.value), no_wrap=True, overflow="ignore", end="")\n',
         "        return super()._value\n",
-        (AS_TYPED,),
+        (AS_TYPED, PASTED),
+    ),
+    Mutant(
+        "add-dialog-drops-the-refused-title",
+        "the door in the app: a refused title is said in the dialog and kept for editing",
+        DIALOGS,
+        "            self.refuse(str(refusal))\n"
+        '            self.query_one("#todo-title", Input).focus()\n',
+        '            self.query_one("#todo-title", Input).value = ""\n'
+        "            self.refuse(str(refusal))\n",
+        (PASTED,),
+    ),
+    Mutant(
+        "invite-dialog-offers-a-todo-the-door-refuses",
+        "the door in the app: the invite dialog refuses a todo the door would not send",
+        DIALOGS,
+        '    try:\n        frame_text.title(str(todo.get("title") or ""))\n',
+        '    return None\n    try:\n        frame_text.title(str(todo.get("title") or ""))\n',
+        (f"{ADD_TODO}::test_the_invite_dialog_refuses_a_todo_an_older_ledger_kept_with_an_escape",),
     ),
 )
