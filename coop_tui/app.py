@@ -40,6 +40,7 @@ from coop_tui.coordination import Coordination
 from coop_tui.decisions import Decisions
 from coop_tui.live import LivePanes
 from coop_tui.messages import LedgerChanged, ResendRequested, WithdrawRequested
+from coop_tui.shown import line, toast
 from coop_tui.widgets.panes import HostsPane, OutboxPane, SessionsPane
 
 Clock = Callable[[], float]
@@ -268,10 +269,12 @@ class CoopApp(LivePanes, Decisions, Coordination, Attention):
         self._observer.start()
 
     def _status(self, text: str) -> None:
+        """The status line: who coordinates (a claim's record names its holder, and
+        anyone with the home can write it), and the banner; one line, as written."""
         parts = [text]
         if self.banner:
             parts.append(self.banner)
-        self.query_one("#status", Static).update(" · ".join(parts))
+        self.query_one("#status", Static).update(line(" · ".join(parts)))
 
     async def action_quit(self) -> None:
         self.exit()
@@ -288,12 +291,8 @@ class CoopApp(LivePanes, Decisions, Coordination, Attention):
             return
         worker: Worker[object] = event.worker
         what = worker.name or worker.group or "a background task"
-        self.notify(
-            f"{what} failed: {worker.error}",
-            title="Coop",
-            severity="error",
-            timeout=30,
-            markup=False,
+        toast(
+            self, line(f"{what} failed: {worker.error}"), title="Coop", severity="error", timeout=30
         )
 
     def on_resend_requested(self, message: ResendRequested) -> None:
@@ -337,7 +336,7 @@ class CoopApp(LivePanes, Decisions, Coordination, Attention):
     def _session_selected(self, event: DataTable.RowSelected) -> None:
         row = self.sessions_pane.selected()
         if row is None or row.get("id") is None:
-            self.notify("This chat has no envelopes yet: invite it with i", severity="information")
+            toast(self, line("This chat has no envelopes yet: invite it with i"))
             return
         self.session_filter = int(row["id"])
         self._reload_window()
@@ -404,7 +403,7 @@ class CoopApp(LivePanes, Decisions, Coordination, Attention):
 
         row = self.sessions_pane.selected()
         if row is None:
-            self.notify("Select a chat in the chats pane first", severity="warning")
+            toast(self, line("Select a chat in the chats pane first"), severity="warning")
             return
         self.push_screen(InspectorScreen(row))
 

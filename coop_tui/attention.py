@@ -12,16 +12,19 @@ from typing import Any
 from textual import events
 from textual.app import App
 from textual.content import Content
+from textual.notifications import SeverityLevel
 
+from coop_engine.formats import one_line, printable
 from coop_engine.loop.claim import STOPPED
 from coop_engine.loop.notifier import message_of
 from coop_engine.queries.status import HEADER_STATES
 from coop_tui.chats import Directory
+from coop_tui.shown import Severity, headline, line, toast
 from coop_tui.widgets.panes import OutboxPane
 
 MOST_TOASTS = 5  # per refresh: a burst of alerts is five toasts and a count, not fifty
 TOAST_SECONDS = 20.0
-SEVERITY = {"expired": "error", "conflict": "error", "overdue": "warning"}
+SEVERITY: dict[str, Severity] = {"expired": "error", "conflict": "error", "overdue": "warning"}
 
 
 def counts_words(counts: dict[str, int]) -> str:
@@ -97,15 +100,36 @@ class Attention(App[None]):
         self._header(event.size.width)
 
     def format_title(self, title: str, sub_title: str) -> Content:
-        """The header's line; a stopped coordinator stands out (red), so does mail."""
+        """Every screen's header line, as written (a screen's names a chat); the main
+        screen's: a stopped coordinator stands out (red), so does mail."""
         if sub_title != self.sub_title or not sub_title:
-            return super().format_title(title, sub_title)
-        pieces: list[Content | tuple[str, str] | str] = []
+            named: list[Part] = [(" — ", "dim"), (sub_title, "dim")] if sub_title else []
+            return headline(title, *named)
+        pieces: list[str | Part] = []
         if self._header_titled:
-            pieces += [Content(title), (" — ", "dim")]
+            pieces += [title, (" — ", "dim")]
         for number, part in enumerate(self._header_parts):
             pieces += [(" · ", "dim"), part] if number else [part]
-        return Content.assemble(*pieces)
+        return headline(*pieces)
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every toast, whoever raises it (Coop through shown.toast, or Textual): its
+        words as written, controls as visible escapes, never parsed as markup."""
+        super().notify(
+            printable(message),
+            title=one_line(title),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
 
     def _attention_read(self, counts: dict[str, int], unread: tuple[int, int]) -> None:
         self.counts = counts
@@ -124,19 +148,19 @@ class Attention(App[None]):
         chat text never as markup."""
         for alert in alerts[:MOST_TOASTS]:
             chat = self.chats.place(alert, self.outbox_pane.rows_by_key)
-            self.notify(
-                message_of({**alert, "chat": chat.words if chat else alert.get("chat")}),
+            toast(
+                self,
+                line(message_of({**alert, "chat": chat.words if chat else alert.get("chat")})),
                 title=alert["title"],
-                severity=SEVERITY.get(alert["kind"], "warning"),  # type: ignore[arg-type]
+                severity=SEVERITY.get(alert["kind"], "warning"),
                 timeout=TOAST_SECONDS,
-                markup=False,
             )
         more = len(alerts) - MOST_TOASTS
         if more > 0:
-            self.notify(
-                f"and {more} more: see the notices (!) and the outbox",
+            toast(
+                self,
+                line(f"and {more} more: see the notices (!) and the outbox"),
                 title="Coop",
                 severity="warning",
                 timeout=TOAST_SECONDS,
-                markup=False,
             )

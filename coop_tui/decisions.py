@@ -16,6 +16,7 @@ from coop_engine.errors import CoopError
 from coop_engine.loop.office import Office
 from coop_tui.chats import Directory
 from coop_tui.messages import LedgerChanged
+from coop_tui.shown import line, toast
 from coop_tui.widgets.panes import OutboxPane
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ class Decisions(App[None]):
     def action_resend(self) -> None:
         row = self.outbox_pane.selected()
         if row is None:
-            self.notify("Select an envelope in the outbox first", severity="warning")
+            toast(self, line("Select an envelope in the outbox first"), severity="warning")
             return
         self.request_resend(row["id"])
 
@@ -71,10 +72,10 @@ class Decisions(App[None]):
         try:
             result = self.engine.resend(outbox_id, "dad")
         except CoopError as refusal:
-            # Refusals and ids are data: shown as plain text, never as markup.
-            self.notify(str(refusal), title="Send again", severity="warning", markup=False)
+            # Refusals and ids are data: shown as written, never as markup.
+            toast(self, line(refusal), title="Send again", severity="warning")
             return
-        self.notify(f"Sent again as {result['outbox'][:8]}", title="Send again", markup=False)
+        toast(self, line(f"Sent again as {result['outbox'][:8]}"), title="Send again")
         self.post_message(LedgerChanged())
         if done is not None:
             self.call_from_thread(done)
@@ -84,7 +85,7 @@ class Decisions(App[None]):
     def action_withdraw(self) -> None:
         row = self.outbox_pane.selected()
         if row is None:
-            self.notify("Select an envelope in the outbox first", severity="warning")
+            toast(self, line("Select an envelope in the outbox first"), severity="warning")
             return
         self.request_withdraw(row["id"])
 
@@ -117,14 +118,14 @@ class Decisions(App[None]):
         try:
             result = self.office.withdraw(self.engine, outbox_id, "dad")
         except CoopError as refusal:
-            # Codex's and the engine's words, shown as plain text, never as markup.
-            self.notify(str(refusal), title="Withdraw", severity="warning", markup=False)
+            # Codex's and the engine's words, shown as written, never as markup.
+            toast(self, line(refusal), title="Withdraw", severity="warning")
         else:
             if result["state"] == "expired":
                 said = f"Withdrawn from Codex's queue: {outbox_id[:8]} expired ({result['reason']})"
             else:
                 said = f"Withdrawn: {outbox_id[:8]} cancelled, never sent"
-            self.notify(said, title="Withdraw", markup=False)
+            toast(self, line(said), title="Withdraw")
         self.post_message(LedgerChanged())
         if done is not None:
             self.call_from_thread(done)
@@ -151,12 +152,8 @@ class Decisions(App[None]):
                 chosen.todo, chosen.ref, chosen.host, name=chosen.name, cwd=chosen.cwd
             )
         except CoopError as refusal:
-            self.notify(str(refusal), title="Invite", severity="warning", markup=False)
+            toast(self, line(refusal), title="Invite", severity="warning")
             return
-        self.notify(
-            f"Invited {chosen.called} on {chosen.host} to #{chosen.todo}"
-            f" (envelope {result['outbox'][:8]})",
-            title="Invite",
-            markup=False,
-        )
+        invited = f"Invited {chosen.called} on {chosen.host} to #{chosen.todo}"
+        toast(self, line(f"{invited} (envelope {result['outbox'][:8]})"), title="Invite")
         self.post_message(LedgerChanged())

@@ -17,6 +17,7 @@ from coop_engine.loop.office import Office
 from coop_engine.queries.status import alerts_between, header_counts, unread_notices
 from coop_tui.chats import Directory, merge_live
 from coop_tui.messages import LedgerChanged
+from coop_tui.shown import line
 from coop_tui.widgets.panes import HostsPane, OutboxPane, SessionsPane
 
 TRAILING_READS = (0.1, 0.5)  # seconds after the last signal
@@ -161,7 +162,8 @@ class LivePanes(App[None]):
         if self.text_filter:
             scope += f" matching {self.text_filter!r}"
         more = f", newest {shown} shown" if self.outbox_total > shown else ""
-        self.outbox_pane.border_title = f"Outbox · {self.outbox_total} envelopes{scope}{more}"
+        # The filter is what Dad typed or pasted: a title is markup unless it is Text.
+        self.outbox_pane.border_title = line(f"Outbox · {self.outbox_total} envelopes{scope}{more}")
 
     @work(thread=True, group="poll", exit_on_error=False)
     def poll_ledger(self) -> None:
@@ -218,7 +220,7 @@ class LivePanes(App[None]):
         if self.host_filter:
             rows = [row for row in rows if row["host"] == self.host_filter]
         title = "Chats" if not self.host_filter else f"Chats on {self.host_filter}"
-        self.sessions_pane.border_title = f"{title} · {len(rows)}"
+        self.sessions_pane.border_title = line(f"{title} · {len(rows)}")
         if rows != self._sessions_shown:  # a survey that changed nothing redraws nothing
             self._sessions_shown = rows
             self.sessions_pane.replace_rows(rows)

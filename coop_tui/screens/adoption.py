@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 
 from coop_engine import queries
 from coop_tui.screens.base import OfTheApp
+from coop_tui.shown import line, shown, toast
 from coop_tui.widgets import cells
 from coop_tui.widgets.panes import Column, LedgerTable
 
@@ -92,9 +93,11 @@ class AdoptionScreen(OfTheApp, Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static(
-            "CLI takers: chats that took work through `coop todo take`. Coop asks the"
-            " declared Mac, the office, then the others; adopted and refused rows stay"
-            " until dismissed (d).",
+            shown(
+                "CLI takers: chats that took work through `coop todo take`. Coop asks the"
+                " declared Mac, the office, then the others; adopted and refused rows stay"
+                " until dismissed (d)."
+            ),
             id="adoption-intro",
         )
         yield TakersTable(id="takers")
@@ -119,7 +122,9 @@ class AdoptionScreen(OfTheApp, Screen[None]):
     def action_dismiss_row(self) -> None:
         row = self.query_one(TakersTable).selected()
         if row is None or not row.get("adoption"):
-            self.notify("Nothing to dismiss: this chat was not searched yet", severity="warning")
+            toast(
+                self, line("Nothing to dismiss: this chat was not searched yet"), severity="warning"
+            )
             return
         self.dismiss_search(int(row["id"]))
 
@@ -135,7 +140,7 @@ class AdoptionScreen(OfTheApp, Screen[None]):
     def _taker_selected(self, event: DataTable.RowSelected) -> None:
         row = self.query_one(TakersTable).rows_by_key.get(str(event.row_key.value))
         if row is None:
-            self.notify("No CLI taker selected", severity="warning")
+            toast(self, line("No CLI taker selected"), severity="warning")
             return
         self.adopt(int(row["id"]), row["_chat"].words)
 
@@ -145,6 +150,6 @@ class AdoptionScreen(OfTheApp, Screen[None]):
         if engine is None:
             return
         result = self.coop.office.adopt(engine, session_id)
-        # A Mac's answer is data: plain text, never markup.
-        self.notify(f"{called}: {result['result']}", title="Adoption", markup=False)
+        # A Mac's answer is data: shown as written, never as markup.
+        toast(self, line(f"{called}: {result['result']}"), title="Adoption")
         self.load()

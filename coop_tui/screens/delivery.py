@@ -8,7 +8,6 @@ from typing import Any, ClassVar
 
 from rich.console import Group
 from rich.table import Table
-from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -22,6 +21,7 @@ from coop_tui.chats import Directory
 from coop_tui.decisions import withdrawable
 from coop_tui.messages import ResendRequested, WithdrawRequested
 from coop_tui.screens.base import OfTheApp
+from coop_tui.shown import Shown, assemble, joined, line, shown
 
 
 def _evidence(value: Any) -> str:
@@ -111,7 +111,7 @@ def fact_lines(detail: dict[str, Any]) -> list[tuple[str, str | None, str]]:
     ]
 
 
-def chain_text(chain: list[dict[str, Any]], here: str) -> Text:
+def chain_text(chain: list[dict[str, Any]], here: str) -> Shown:
     """The resend chain, oldest first: each attempt, its state in words, and what
     became of it (sent again as the next one's id)."""
     links = []
@@ -121,8 +121,8 @@ def chain_text(chain: list[dict[str, Any]], here: str) -> Text:
             words += f": {explain.reason_words(link['reason'])}"
         if i + 1 < len(chain):
             words += f", sent again as {chain[i + 1]['id'][:8]}"
-        links.append(Text(words, style="bold" if link["id"] == here else ""))
-    return Text(" → ").join(links)
+        links.append(line(words, "bold" if link["id"] == here else ""))
+    return joined(" → ", links)
 
 
 def history_table(detail: dict[str, Any]) -> Table:
@@ -135,10 +135,10 @@ def history_table(detail: dict[str, Any]) -> Table:
         if of_envelope and event.get("to"):
             state = event["to"]
         table.add_row(
-            Text(event["at"] or ""),
-            Text(event["who"]),
-            Text(explain.happened(event, detail), overflow="fold"),
-            Text(moved),
+            line(event["at"] or ""),
+            line(event["who"]),
+            line(explain.happened(event, detail), overflow="fold"),
+            line(moved),
         )
     return table
 
@@ -149,62 +149,57 @@ def render_detail(detail: dict[str, Any], chat: str | None = None) -> Group:
     if chat is None:
         chat = Directory().envelope(detail).words
     detail = {**detail, "chat_words": chat}
-    title = Text.assemble(
+    title = assemble(
         (f"{detail['kind']} ", "bold"),
         (detail["id"], "bold cyan"),
-        f"  todo #{detail.get('todo')}  ",
-        (chat, ""),
-        f" on {detail['host']}  ",
+        f"  todo #{detail.get('todo')}  {chat} on {detail['host']}  ",
         (explain.state_words(detail["state"]), "bold"),
     )
     if detail.get("reason"):
-        title.append(f": {explain.reason_words(detail['reason'])}")
+        title.append(line(f": {explain.reason_words(detail['reason'])}"))
     facts = Table("fact", "when", "evidence", box=None, padding=(0, 2), expand=True)
     for name, when, evidence in fact_lines(detail):
         facts.add_row(
-            Text(name, style="bold"),
-            Text(when or "—", style="green" if when else "dim"),
+            line(name, "bold"),
+            line(when or "—", "green" if when else "dim"),
             # Evidence is folded, never cut: a rollout's path is the proof's address.
-            Text(evidence, overflow="fold"),
+            line(evidence, overflow="fold"),
         )
     inbound = detail.get("inbound")
-    prediction = Text(explain.prediction(inbound)) if inbound else Text("not sent yet", style="dim")
+    prediction = shown(explain.prediction(inbound)) if inbound else line("not sent yet", "dim")
     parts: list[Any] = [
         title,
-        Text(""),
+        line(""),
         facts,
-        Text(""),
-        Text("Inbound prediction at send", style="bold underline"),
+        line(""),
+        heading("Inbound prediction at send"),
         prediction,
     ]
     if detail.get("held"):
         parts += [
-            Text(
-                "Held notice seen (the receiver's words outrank the prediction)",
-                style="bold underline",
-            ),
-            Text(explain.held(detail["held"])),
+            heading("Held notice seen (the receiver's words outrank the prediction)"),
+            shown(explain.held(detail["held"])),
         ]
     if detail.get("expiry"):
-        parts += [Text("Proof of loss", style="bold underline")]
-        parts += [Text(line) for line in explain.proof_of_loss(detail["expiry"])]
+        parts += [heading("Proof of loss")]
+        parts += [shown(said) for said in explain.proof_of_loss(detail["expiry"])]
     if detail.get("conflict"):
-        parts += [
-            Text("Conflict", style="bold red underline"),
-            Text(detail["conflict"], style="red"),
-        ]
+        parts += [heading("Conflict", "red"), shown(detail["conflict"], "red")]
     if detail.get("last_error"):
-        parts += [
-            Text("Refused before any byte was written", style="bold underline"),
-            Text(detail["last_error"]),
-        ]
+        parts += [heading("Refused before any byte was written"), shown(detail["last_error"])]
     chain = detail.get("chain") or []
     if len(chain) > 1:
-        parts += [Text("Resend chain", style="bold underline"), chain_text(chain, detail["id"])]
-    parts += [Text(""), Text("History", style="bold underline"), history_table(detail)]
+        parts += [heading("Resend chain"), chain_text(chain, detail["id"])]
+    parts += [line(""), heading("History"), history_table(detail)]
+    # The frame as it was sent, its lines kept: what the chat read.
     text = detail.get("payload", {}).get("text", "")
-    parts += [Text(""), Text("Text sent", style="bold underline"), Text(text)]
+    parts += [line(""), heading("Text sent"), shown(text)]
     return Group(*parts)
+
+
+def heading(words: str, style: str = "") -> Shown:
+    """A section's heading in the delivery detail."""
+    return line(words, f"bold underline {style}".strip())
 
 
 class DeliveryScreen(OfTheApp, Screen[None]):
@@ -236,7 +231,7 @@ class DeliveryScreen(OfTheApp, Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header()
         with VerticalScroll(id="detail"):
-            yield Static(Text("Loading…", style="dim"), id="detail-body")
+            yield Static(line("Loading…", "dim"), id="detail-body")
         yield Footer()
 
     def on_mount(self) -> None:

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -16,12 +15,14 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from coop_engine import queries
-from coop_engine.errors import CoopError
+from coop_engine import frame_text, queries
+from coop_engine.errors import BadInput, CoopError
 from coop_tui import explain
 from coop_tui.chats import shown_id
 from coop_tui.messages import LedgerChanged
 from coop_tui.screens.base import OfTheApp
+from coop_tui.shown import Shown, assemble, joined, line, shown, toast
+from coop_tui.widgets.field import Field
 
 
 class YesNo(ModalScreen[bool]):
@@ -29,8 +30,8 @@ class YesNo(ModalScreen[bool]):
 
     def buttons(self, yes: str) -> ComposeResult:
         with Horizontal(classes="buttons"):
-            yield Button(f"{yes} (y)", variant="warning", id="yes")
-            yield Button("Cancel (n)", id="no")
+            yield Button(line(f"{yes} (y)"), variant="warning", id="yes")
+            yield Button(line("Cancel (n)"), id="no")
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
@@ -61,8 +62,8 @@ class ConfirmResend(OfTheApp, YesNo):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Label(Text(f"Send again {self.outbox_id[:8]}?", style="bold"), id="title")
-            yield Static(Text("Loading the proof of loss…", style="dim"), id="proof")
+            yield Label(line(f"Send again {self.outbox_id[:8]}?", "bold"), id="title")
+            yield Static(line("Loading the proof of loss…", "dim"), id="proof")
             yield from self.buttons("Send again")
         yield Footer()
 
@@ -79,30 +80,39 @@ class ConfirmResend(OfTheApp, YesNo):
     def show(self, detail: dict[str, Any], looked: dict[str, Any]) -> None:
         self.refusal = looked["refusal"]
         chat = self.coop.chats.envelope(detail).words
-        said = f"Send again {self.outbox_id[:8]} to {chat} on {detail['host']}?"
-        self.query_one("#title", Label).update(Text(said, style="bold"))
-        lines = [Text("Proven not delivered:", style="bold")]
-        lines += [Text(f"  {line}") for line in explain.proof_of_loss(detail.get("expiry"))]
-        lines.append(Text(f"Predicted at send: {explain.prediction(looked['at_send'])}"))
-        lines.append(Text(f"Predicted today:   {explain.prediction(looked['today'])}"))
-        if looked["refusal"]:
-            lines.append(Text(f"Not sent again: {looked['refusal']}", style="bold red"))
-        elif looked["warning"]:
-            lines.append(Text(f"Warning: {looked['warning']}", style="yellow"))
-        lines.append(
-            Text(
-                "A second attempt is a decision: it is recorded as Dad's, and it can be made once.",
-                style="italic",
-            )
-        )
-        self.query_one("#proof", Static).update(Text("\n").join(lines))
+        title, proof = resend_words(self.outbox_id, chat, detail, looked)
+        self.query_one("#title", Label).update(title)
+        self.query_one("#proof", Static).update(proof)
 
     def action_answer(self, yes: bool) -> None:
         if yes and self.refusal:
             # Nothing is created while the receiver would drop it again.
-            self.notify(self.refusal, title="Send again", severity="warning", markup=False)
+            toast(self, line(self.refusal), title="Send again", severity="warning")
             return
         self.dismiss(yes)
+
+
+def resend_words(
+    outbox_id: str, chat: str, detail: dict[str, Any], looked: dict[str, Any]
+) -> tuple[Shown, Shown]:
+    """Send again's question and its proof of loss, as the confirmation shows them; `chat`
+    is the envelope's chat as the panes call it, `looked` the receiver looked at again."""
+    title = line(f"Send again {outbox_id[:8]} to {chat} on {detail['host']}?", "bold")
+    lines = [line("Proven not delivered:", "bold")]
+    lines += [line(f"  {said}") for said in explain.proof_of_loss(detail.get("expiry"))]
+    lines.append(line(f"Predicted at send: {explain.prediction(looked['at_send'])}"))
+    lines.append(line(f"Predicted today:   {explain.prediction(looked['today'])}"))
+    if looked["refusal"]:
+        lines.append(line(f"Not sent again: {looked['refusal']}", "bold red"))
+    elif looked["warning"]:
+        lines.append(line(f"Warning: {looked['warning']}", "yellow"))
+    lines.append(
+        line(
+            "A second attempt is a decision: it is recorded as Dad's, and it can be made once.",
+            "italic",
+        )
+    )
+    return title, joined("\n", lines)
 
 
 def withdrawal_words(envelope: dict[str, Any], chat: str) -> list[str]:
@@ -145,11 +155,11 @@ class ConfirmWithdraw(YesNo):
         self.chat = chat
 
     def compose(self) -> ComposeResult:
-        lines = [Text(line) for line in withdrawal_words(self.envelope, self.chat)]
-        lines.append(Text("A withdrawal is a decision: it is recorded as Dad's.", style="italic"))
+        lines = [line(said) for said in withdrawal_words(self.envelope, self.chat)]
+        lines.append(line("A withdrawal is a decision: it is recorded as Dad's.", "italic"))
         with Vertical(id="dialog"):
-            yield Label(Text(f"Withdraw {self.envelope['id'][:8]}?", style="bold"))
-            yield Static(Text("\n").join(lines), id="withdrawal")
+            yield Label(line(f"Withdraw {self.envelope['id'][:8]}?", "bold"))
+            yield Static(joined("\n", lines), id="withdrawal")
             yield from self.buttons("Withdraw")
         yield Footer()
 
@@ -170,10 +180,12 @@ class FilterDialog(ModalScreen[str | None]):
         with Vertical(id="dialog"):
             # A Static wraps where a Label would cut the line at the dialog's edge.
             yield Static(
-                "Filter the outbox as you type: every word must match, in any column"
-                " (expired laptop); a todo as #12"
+                shown(
+                    "Filter the outbox as you type: every word must match, in any column"
+                    " (expired laptop); a todo as #12"
+                )
             )
-            yield Input(value=self.current, placeholder="expired", id="filter-text")
+            yield Field(value=self.current, placeholder="expired", id="filter-text")
         yield Footer()
 
     @on(Input.Changed)
@@ -190,7 +202,10 @@ class FilterDialog(ModalScreen[str | None]):
 
 
 class AddTodoDialog(OfTheApp, ModalScreen[int | None]):
-    """A new todo, as Dad: a title (and a project); returns its id once it is stored."""
+    """A new todo, as Dad: a title (and a project); returns its id once it is stored.
+    A title the door refuses (coop_engine/frame_text.py: one line, at most 200
+    characters, no control or bidi character) is refused here in the door's words, the
+    title kept for editing, and nothing is recorded."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="todo.cancel", tooltip="Add nothing"),
@@ -198,20 +213,26 @@ class AddTodoDialog(OfTheApp, ModalScreen[int | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Label(Text("Add a todo", style="bold"))
-            yield Static("Title, then enter (a project is optional)")
-            yield Input(placeholder="Fix the flaky importer test", id="todo-title")
-            yield Input(placeholder="project (optional)", id="todo-project")
+            yield Label(line("Add a todo", "bold"))
+            yield Static(line("Title, then enter (a project is optional)"))
+            yield Field(placeholder="Fix the flaky importer test", id="todo-title")
+            yield Field(placeholder="project (optional)", id="todo-project")
+            yield Static(id="todo-refusal", classes="refusal")
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#todo-title", Input).focus()
 
+    @on(Input.Changed)
+    def _edited(self) -> None:
+        self.refuse(None)
+
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
-        title = self.query_one("#todo-title", Input).value.strip()
-        if not title:
-            self.notify("A todo needs a title", title="Add a todo", severity="warning")
+        try:
+            title = frame_text.title(self.query_one("#todo-title", Input).value)
+        except BadInput as refusal:
+            self.refuse(str(refusal))
             self.query_one("#todo-title", Input).focus()
             return
         if event.input.id == "todo-title" and not self.query_one("#todo-project", Input).value:
@@ -220,18 +241,24 @@ class AddTodoDialog(OfTheApp, ModalScreen[int | None]):
         project = self.query_one("#todo-project", Input).value.strip() or None
         self.add(title, project)
 
+    def refuse(self, why: str | None) -> None:
+        """Say in the dialog why the todo is not added (None: nothing to say now)."""
+        refusal = self.query_one("#todo-refusal", Static)
+        refusal.update(line(why or "", "bold"))
+        refusal.set_class(why is not None, "-refused")
+
     @work(thread=True, group="commands", exit_on_error=False)
     def add(self, title: str, project: str | None) -> None:
         engine = self.coop.engine
         if engine is None:
-            self.notify("The ledger is not open yet", title="Add a todo", severity="warning")
+            self.app.call_from_thread(self.refuse, "The ledger is not open yet: try again")
             return
         try:
             todo = engine.add_todo(title, project=project)
         except CoopError as refusal:
-            self.notify(str(refusal), title="Add a todo", severity="warning", markup=False)
+            self.app.call_from_thread(self.refuse, str(refusal))
             return
-        self.notify(f"Added todo #{todo['id']}: {title}", title="Add a todo", markup=False)
+        toast(self, line(f"Added todo #{todo['id']}: {title}"), title="Add a todo")
         self.app.post_message(LedgerChanged())
         self.app.call_from_thread(self.dismiss, int(todo["id"]))
 
@@ -255,9 +282,9 @@ class ConfirmRefusing(YesNo):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Label(Text("This invitation will not arrive", style="bold red"))
-            yield Static(Text(f"{self.chat}: {self.why}."), id="refusing-why")
-            yield Static(Text("Invite it anyway? The refusal is recorded as proof, not retried."))
+            yield Label(line("This invitation will not arrive", "bold red"))
+            yield Static(shown(f"{self.chat}: {self.why}."), id="refusing-why")
+            yield Static(line("Invite it anyway? The refusal is recorded as proof, not retried."))
             yield from self.buttons("Invite anyway")
         yield Footer()
 
@@ -265,18 +292,34 @@ class ConfirmRefusing(YesNo):
 VERDICT_STYLES = {"accept": "green", "hold": "yellow", "refuse": "red", "queued": "cyan"}
 
 
-def chat_label(chat: dict[str, Any]) -> Text:
+def chat_label(chat: dict[str, Any]) -> Shown:
     """A chat in the invite list (a chats pane row): Mac, name, short id, status, and its
     predicted verdict (a Codex thread: queued in Codex, and when it runs)."""
     inbound = chat.get("inbound")
     style = VERDICT_STYLES.get(str((inbound or {}).get("verdict")), "dim")
-    shown = shown_id(chat["vendor"], chat["short"])
-    return Text.assemble(
+    short = shown_id(chat["vendor"], chat["short"])
+    return assemble(
         f"{chat['host']}  ",
         (" ".join(str(chat["label"]).split()), "bold"),
-        f"  {shown}  {chat.get('status') or ''}  ",
+        f"  {short}  {chat.get('status') or ''}  ",
         (explain.route_words(inbound), style),
     )
+
+
+def todo_label(todo: dict[str, Any]) -> Shown:
+    """A todo in the invite list: its number, its title as written, its state."""
+    return line(f"#{todo['id']}  {todo['title']}  ({todo['state']})")
+
+
+def door_refusal(todo: dict[str, Any]) -> str | None:
+    """Why the door would not send this todo in a frame (its title or body), in its
+    words; None when it would."""
+    try:
+        frame_text.title(str(todo.get("title") or ""))
+        frame_text.body(str(todo.get("body") or ""))
+    except BadInput as refusal:
+        return str(refusal)
+    return None
 
 
 @dataclass(frozen=True)
@@ -302,7 +345,9 @@ def invitable(chats: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 class InviteDialog(OfTheApp, ModalScreen[Invitee | None]):
     """Pick a todo (enter), then a Claude chat or a Codex thread on any Mac, each with its
-    predicted verdict; `+` adds a todo here."""
+    predicted verdict; `+` adds a todo here. A todo the door would not send (a ledger
+    older than its check may hold a title with an escape) is refused when it is picked,
+    in the door's words."""
 
     AUTO_FOCUS = "#todos"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -314,15 +359,15 @@ class InviteDialog(OfTheApp, ModalScreen[Invitee | None]):
         super().__init__()
         self.todo: int | None = None
         self.chats: dict[str, dict[str, Any]] = {}
+        self.todos: dict[int, dict[str, Any]] = {}
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Label(
-                Text(
-                    "Invite: pick a todo (enter), then a chat (enter) · + adds a todo", style="bold"
-                )
+                line("Invite: pick a todo (enter), then a chat (enter) · + adds a todo", "bold")
             )
             yield OptionList(id="todos")
+            yield Static(id="invite-refusal", classes="refusal")
             yield OptionList(id="chats")
         yield Footer()
 
@@ -333,7 +378,7 @@ class InviteDialog(OfTheApp, ModalScreen[Invitee | None]):
             self.chats[key] = chat
             chats.add_option(Option(chat_label(chat), id=key))
         if not self.chats:
-            chats.add_option(Option(Text("No live chat on any Mac yet"), disabled=True))
+            chats.add_option(Option(line("No live chat on any Mac yet"), disabled=True))
         self.query_one("#todos", OptionList).focus()
         self.load_todos()
 
@@ -345,14 +390,11 @@ class InviteDialog(OfTheApp, ModalScreen[Invitee | None]):
     def show_todos(self, todos: list[dict[str, Any]], pick: int | None = None) -> None:
         options = self.query_one("#todos", OptionList)
         options.clear_options()
+        self.todos = {int(todo["id"]): todo for todo in todos}
         for todo in todos:
-            options.add_option(
-                Option(
-                    Text(f"#{todo['id']}  {todo['title']}  ({todo['state']})"), id=str(todo["id"])
-                )
-            )
+            options.add_option(Option(todo_label(todo), id=str(todo["id"])))
         if not todos:
-            options.add_option(Option(Text("No open todos: press + to add one"), disabled=True))
+            options.add_option(Option(line("No open todos: press + to add one"), disabled=True))
             return
         ids = [todo["id"] for todo in todos]
         options.highlighted = ids.index(pick) if pick in ids else 0
@@ -367,7 +409,15 @@ class InviteDialog(OfTheApp, ModalScreen[Invitee | None]):
 
     @on(OptionList.OptionSelected, "#todos")
     def _todo_picked(self, event: OptionList.OptionSelected) -> None:
-        self.todo = int(str(event.option.id))
+        picked = int(str(event.option.id))
+        refusal = self.query_one("#invite-refusal", Static)
+        why = door_refusal(self.todos.get(picked, {}))
+        refusal.update(line(why or "", "bold"))
+        refusal.set_class(why is not None, "-refused")
+        if why is not None:
+            self.todo = None
+            return
+        self.todo = picked
         chats = self.query_one("#chats", OptionList)
         if chats.highlighted is None and self.chats:
             chats.highlighted = 0
@@ -376,7 +426,7 @@ class InviteDialog(OfTheApp, ModalScreen[Invitee | None]):
     @on(OptionList.OptionSelected, "#chats")
     def _chat_picked(self, event: OptionList.OptionSelected) -> None:
         if self.todo is None:
-            self.notify("Pick a todo first", severity="warning")
+            toast(self, line("Pick a todo first"), severity="warning")
             self.query_one("#todos", OptionList).focus()
             return
         key = str(event.option.id)

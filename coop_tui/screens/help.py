@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.table import Table
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
+from coop_tui.shown import line, shown
 from coop_tui.widgets.cells import DONE, PENDING, UNKNOWN
 
 FACT_LEGEND = (
@@ -142,39 +142,39 @@ class HelpScreen(ModalScreen[None]):
         for binding in self.app.BINDINGS:
             if isinstance(binding, Binding):
                 keys.add_row(
-                    Text(binding.key_display or binding.key, style="bold"),
-                    Text(binding.description),
-                    Text(binding.tooltip, style="dim"),
+                    line(binding.key_display or binding.key, "bold"),
+                    line(binding.description),
+                    line(binding.tooltip, "dim"),
                 )
         for key, what, why in KEYS_ELSEWHERE:
-            keys.add_row(Text(key, style="bold"), Text(what), Text(why, style="dim"))
+            keys.add_row(line(key, "bold"), line(what), line(why, "dim"))
         marks = Table.grid(padding=(0, 2))
         for letter, meaning in FACT_LEGEND:
-            marks.add_row(Text(letter, style="bold"), Text(meaning))
+            marks.add_row(line(letter, "bold"), line(meaning))
         marks.add_row(
-            Text(""),
-            Text(
+            line(""),
+            line(
                 f"{DONE} true   {PENDING} not yet   {UNKNOWN} sent, not yet seen in the transcript"
             ),
         )
         words = Table.grid(padding=(0, 2))
         for word, meaning in GLOSSARY:
-            words.add_row(Text(word, style="bold"), Text(meaning))
+            words.add_row(line(word, "bold"), line(meaning))
         with VerticalScroll(id="help"):
-            yield Static(Text("Keys", style="bold underline"))
+            yield Static(line("Keys", "bold underline"))
             yield Static(keys)
             yield Static(
-                Text("\nThe five facts (outbox column FACTS: S T R A O)", style="bold underline")
+                shown("\nThe five facts (outbox column FACTS: S T R A O)", "bold underline")
             )
             yield Static(marks)
             yield Static(
-                Text(
+                shown(
                     "\nSend again works once, only for a delivery proven lost (expired)."
                     " Silence proves nothing. A Codex envelope is proven lost only when"
                     " Codex confirms its withdrawal.",
-                    style="italic",
+                    "italic",
                 )
             )
-            yield Static(Text("\nWords", style="bold underline"))
+            yield Static(shown("\nWords", "bold underline"))
             yield Static(words)
         yield Footer()

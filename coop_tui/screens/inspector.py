@@ -12,7 +12,6 @@ from typing import Any, ClassVar
 
 from rich.console import Group
 from rich.table import Table
-from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -24,21 +23,22 @@ from coop_engine.formats import EntryLine, entry_lines
 from coop_tui import explain
 from coop_tui.rollouts import rollout_lines
 from coop_tui.screens.base import OfTheApp
+from coop_tui.shown import Shown, assemble, line, shown
 
 TAIL_BYTES = 64 << 10
 MARKS = {"peer": ("◆", "cyan"), "final": ("■", "green"), "held": ("!", "yellow")}
 
 
-def describe_line(line: EntryLine) -> Text:
+def describe_line(entry: EntryLine) -> Shown:
     """One transcript line, one row: a mark, its byte offset, its type, an excerpt."""
-    if line.mark == "skipped":
-        return Text(f"  {line.offset:>9}  {line.kind}", style="dim")
-    mark, style = MARKS.get(line.mark, (" ", ""))
-    return Text.assemble(
+    if entry.mark == "skipped":
+        return line(f"  {entry.offset:>9}  {entry.kind}", "dim")
+    mark, style = MARKS.get(entry.mark, (" ", ""))
+    return assemble(
         (f"{mark} ", style),
-        (f"{line.offset:>9}  ", "dim"),
-        (line.kind, style or "bold"),
-        ("  " + line.excerpt if line.excerpt else ""),
+        (f"{entry.offset:>9}  ", "dim"),
+        (entry.kind, style or "bold"),
+        ("  " + entry.excerpt if entry.excerpt else ""),
     )
 
 
@@ -46,8 +46,8 @@ def labelled(rows: list[tuple[str, str]]) -> Table:
     """(label, words) rows as a grid; the words folded, never cut."""
     fields = Table.grid(padding=(0, 2))
     for label, words in rows:
-        fields.add_row(Text(label, style="bold"), Text(words, overflow="fold"))
-    fields.add_row(Text(""), Text("J shows the raw JSON", style="dim"))
+        fields.add_row(line(label, "bold"), line(words, overflow="fold"))
+    fields.add_row(line(""), line("J shows the raw JSON", "dim"))
     return fields
 
 
@@ -57,19 +57,19 @@ def registry_entry(
     """The registry entry as labelled fields with relative times, or (raw) its JSON;
     with no live entry, the Codeman session of the tmux pane the ledger recorded."""
     if not entry:
-        gone = Text("no live registry entry", style="dim")
-        return Group(gone, Text(f"Codeman: {explain.codeman_words(tmux)}")) if tmux else gone
+        gone = line("no live registry entry", "dim")
+        return Group(gone, line(f"Codeman: {explain.codeman_words(tmux)}")) if tmux else gone
     if raw:
-        return Text(json.dumps(entry, indent=2, sort_keys=True))
+        return shown(json.dumps(entry, indent=2, sort_keys=True))
     return labelled(explain.registry_fields(entry, now))
 
 
 def thread_record(thread: dict[str, Any] | None, now: float, raw: bool = False) -> Any:
     """A Codex thread's record as labelled fields, or (raw) its JSON."""
     if not thread:
-        return Text("not in this Mac's thread list (deleted, or never saved here)", style="dim")
+        return line("not in this Mac's thread list (deleted, or never saved here)", "dim")
     if raw:
-        return Text(json.dumps(thread, indent=2, sort_keys=True))
+        return shown(json.dumps(thread, indent=2, sort_keys=True))
     return labelled(explain.thread_fields(thread, now))
 
 
@@ -114,7 +114,7 @@ class InspectorScreen(OfTheApp, Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header()
         with VerticalScroll(id="inspector"):
-            yield Static(Text("Reading…", style="dim"), id="inspector-body")
+            yield Static(line("Reading…", "dim"), id="inspector-body")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -140,21 +140,21 @@ class InspectorScreen(OfTheApp, Screen[None]):
         self.found = found
         body = self.query_one("#inspector-body", Static)
         if "error" in found:
-            body.update(Text(found["error"], style="red"))
+            body.update(shown(found["error"], "red"))
             return
         lines = [(int(offset), str(text)) for offset, text in found["tail"]["lines"]]
         if found.get("vendor") == "codex":
             body.update(Group(*self.thread_parts(found, lines)))
             return
         parts: list[Any] = [
-            Text("Registry entry", style="bold underline"),
+            line("Registry entry", "bold underline"),
             registry_entry(found["entry"], self.app_now(), self.raw, self.chat.get("tmux")),
-            Text.assemble(("Socket: ", "bold"), found.get("socket") or "unknown"),
-            Text(
+            assemble(("Socket: ", "bold"), found.get("socket") or "unknown"),
+            line(
                 f"Transcript: {found['tail'].get('path') or 'none yet (no message so far)'}",
-                style="bold",
+                "bold",
             ),
-            Text("◆ peer entry   ■ turn final   ! held notice", style="dim"),
+            line("◆ peer entry   ■ turn final   ! held notice", "dim"),
         ]
         parts += [describe_line(line) for line in entry_lines(lines)]
         body.update(Group(*parts))
@@ -162,13 +162,10 @@ class InspectorScreen(OfTheApp, Screen[None]):
     def thread_parts(self, found: dict[str, Any], lines: list[tuple[int, str]]) -> list[Any]:
         """A Codex thread: its record, the route a message to it takes, its rollout."""
         parts: list[Any] = [
-            Text("Codex thread", style="bold underline"),
+            line("Codex thread", "bold underline"),
             thread_record(found["entry"], self.app_now(), self.raw),
-            Text.assemble(("Route: ", "bold"), explain.route_words(self.chat.get("inbound"))),
-            Text(
-                f"Rollout: {found['tail'].get('path') or 'none yet (no turn so far)'}",
-                style="bold",
-            ),
-            Text("◆ an envelope's receipt (its id as the client id)   ■ turn final", style="dim"),
+            assemble(("Route: ", "bold"), explain.route_words(self.chat.get("inbound"))),
+            line(f"Rollout: {found['tail'].get('path') or 'none yet (no turn so far)'}", "bold"),
+            line("◆ an envelope's receipt (its id as the client id)   ■ turn final", "dim"),
         ]
         return parts + [describe_line(line) for line in rollout_lines(lines)]

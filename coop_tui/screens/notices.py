@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Footer, Header
 
 from coop_engine import queries
 from coop_tui.screens.base import OfTheApp
+from coop_tui.shown import line, toast
 from coop_tui.widgets import cells
 from coop_tui.widgets.panes import Column, LedgerTable
 
@@ -74,6 +75,6 @@ class NotificationsScreen(OfTheApp, Screen[None]):
 
         row = self.query_one(NoticesTable).rows_by_key.get(str(event.row_key.value))
         if row is None or not row.get("outbox"):
-            self.notify("This notice is about no envelope", severity="information")
+            toast(self, line("This notice is about no envelope"))
             return
         self.app.push_screen(DeliveryScreen(str(row["outbox"])))

@@ -1,52 +1,60 @@
-"""Turning ledger values into table cells. Everything a chat, a transcript or another
-Mac wrote is shown as plain text, never parsed as markup."""
+"""Turning ledger values into table cells. Every cell is a Shown (coop_tui/shown.py):
+what a chat, a transcript or another Mac wrote is shown as the characters it holds, its
+controls as visible escapes, never parsed as markup."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from rich.text import Text
-
 from coop_tui import explain
 from coop_tui.chats import Called, Directory
+from coop_tui.shown import Shown, assemble, line
 
 FACTS = ("stored", "transport", "received", "accepted", "outcome")
 DONE, PENDING, UNKNOWN = "●", "○", "?"
+EMPTY = "-"  # a cell with no value
 
 
-def plain(value: Any, style: str = "", order: tuple[Any, ...] | None = None) -> Text:
-    """A cell that shows `value` literally: `[bold]` stays `[bold]`; cut to a narrow
-    column, it ends in an ellipsis. With `order`, it sorts by that, not by its text."""
+def plain(value: Any, style: str = "", order: tuple[Any, ...] | None = None) -> Shown:
+    """A cell that shows `value` as the characters it holds, on one line: `[bold]` stays
+    `[bold]`, an escape shows as `\\x1b`; cut to a narrow column, it ends in an ellipsis.
+    With `order`, it sorts by that, not by its text."""
     if value is None or value == "":
-        return Text("-", style="dim")
-    shown = str(value).replace("\n", " ")
-    options: dict[str, Any] = {"style": style, "no_wrap": True, "overflow": "ellipsis", "end": ""}
-    return Text(shown, **options) if order is None else Ordered(shown, order, **options)
+        return line(EMPTY, "dim", end="")
+    cell = line(value, style, no_wrap=True, overflow="ellipsis", end="")
+    return cell if order is None else Ordered(cell, order)
 
 
-def wrapped(value: Any, style: str = "") -> Text:
+def wrapped(value: Any, style: str = "") -> Shown:
     """A cell shown whole, wrapped at words over as many lines as it needs (the table's
     WRAP column): what Dad was told is never cut."""
     if value is None or value == "":
-        return Text("-", style="dim")
-    return Text(" ".join(str(value).split()), style=style, overflow="fold", end="")
+        return line(EMPTY, "dim", end="")
+    return line(" ".join(str(value).split()), style, overflow="fold", end="")
 
 
-class Ordered(Text):
+class Ordered(Shown):
     """A cell that knows where its row sorts: DataTable sorts rows by their cells, and
     a number, a time or an age sorts as the value it is, never as its text."""
 
-    def __init__(self, text: str, order: tuple[Any, ...], **style: Any) -> None:
-        super().__init__(text, **style)
+    def __init__(self, cell: Shown, order: tuple[Any, ...]) -> None:
+        super().__init__(
+            cell.plain,
+            cell.style,
+            spans=cell.spans,
+            no_wrap=cell.no_wrap,
+            overflow=cell.overflow,
+            end=cell.end,
+        )
         self.order = order
 
 
 def ordered(value: str, order: tuple[Any, ...], size: int = 8) -> Ordered:
-    return Ordered(value[:size], order, no_wrap=True, end="")
+    return Ordered(line(value[:size], no_wrap=True, end=""), order)
 
 
-def number(value: float | None, shown: str | None = None, style: str = "") -> Text:
+def number(value: float | None, shown: str | None = None, style: str = "") -> Shown:
     """A count, a pid, a generation or a measure: shown as `shown` (default: itself),
     sorted as the number."""
     if value is None:
@@ -54,7 +62,7 @@ def number(value: float | None, shown: str | None = None, style: str = "") -> Te
     return plain(str(value) if shown is None else shown, style, order=(value,))
 
 
-def at(iso: str | None, shown: str | None = None, style: str = "") -> Text:
+def at(iso: str | None, shown: str | None = None, style: str = "") -> Shown:
     """A time: shown as `shown` (default: the ISO text), sorted as the moment it is."""
     moment = parse_iso(iso)
     if moment is None:
@@ -62,27 +70,29 @@ def at(iso: str | None, shown: str | None = None, style: str = "") -> Text:
     return plain(iso if shown is None else shown, style, order=(moment,))
 
 
-def todos(ids: list[int] | None) -> Text:
+def todos(ids: list[int] | None) -> Shown:
     """A chat's bound todos, `#3, #12`, sorted by their numbers."""
     if not ids:
         return plain(None)
     return plain(", ".join(f"#{t}" for t in ids), order=tuple(ids))
 
 
-def fact_marks(row: dict[str, Any]) -> Text:
+def fact_marks(row: dict[str, Any]) -> Shown:
     """The five facts at a glance: ● done, ○ not yet, ? unknown (sent, not yet seen);
     sorted by how far the delivery got."""
     facts = row["facts"]
     sent = facts["transport"] is not None or row["state"] in ("uncertain", "delivered", "expired")
-    text = Ordered("", tuple(bool(facts[name]) for name in FACTS), no_wrap=True, end="")
+    marks = []
     for name in FACTS:
         if facts[name]:
-            text.append(DONE, style="green")
+            marks.append((DONE, "green"))
         elif name == "received" and sent and row["state"] == "uncertain":
-            text.append(UNKNOWN, style="yellow")
+            marks.append((UNKNOWN, "yellow"))
         else:
-            text.append(PENDING, style="dim")
-    return text
+            marks.append((PENDING, "dim"))
+    cell = assemble(*marks, end="")
+    cell.no_wrap = True
+    return Ordered(cell, tuple(bool(facts[name]) for name in FACTS))
 
 
 def _called(row: dict[str, Any]) -> Called:
@@ -92,12 +102,12 @@ def _called(row: dict[str, Any]) -> Called:
     return found if isinstance(found, Called) else Directory().envelope(row)
 
 
-def session_name(row: dict[str, Any]) -> Text:
+def session_name(row: dict[str, Any]) -> Shown:
     """The envelope's chat: its name, else its folder, else the start of its id."""
     return plain(_called(row).name)
 
 
-def session(row: dict[str, Any]) -> Text:
+def session(row: dict[str, Any]) -> Shown:
     """The envelope's chat's short id with its door (`claude:1a2b3c4d`), the chats
     pane's: as long as it takes to tell two Codex threads of the same minute apart."""
     return plain(_called(row).ref)
@@ -106,7 +116,7 @@ def session(row: dict[str, Any]) -> Text:
 QUEUE_WORDS = {True: ("queued in Codex", "yellow"), False: ("taken from the queue", "")}
 
 
-def why(row: dict[str, Any]) -> Text:
+def why(row: dict[str, Any]) -> Shown:
     """Why the envelope is not delivered (yet): its proof of loss, a conflict or a
     refusal; or, for a Codex envelope between transport and receipt, where it stands in
     Codex's queue (taken: its receipt should follow)."""
@@ -119,7 +129,7 @@ def why(row: dict[str, Any]) -> Text:
     return plain(None)
 
 
-def reachable(row: dict[str, Any]) -> Text:
+def reachable(row: dict[str, Any]) -> Shown:
     """A Mac: reachable, why not, or still being asked (no answer yet)."""
     if row["reachable"] is None:
         return plain("asking…", "dim")
@@ -135,7 +145,7 @@ STATE_STYLE = {
 }
 
 
-def state(value: str) -> Text:
+def state(value: str) -> Shown:
     return plain(value, STATE_STYLE.get(value, ""))
 
 
@@ -145,7 +155,7 @@ def parse_iso(value: str | None) -> float | None:
     return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
 
 
-def age(created: str | None, now: float) -> Text:
+def age(created: str | None, now: float) -> Shown:
     """How long ago, `45s` `3m` `2h` `1d`: sorted by the seconds, youngest first."""
     moment = parse_iso(created)
     if moment is None:
@@ -157,21 +167,16 @@ def age(created: str | None, now: float) -> Text:
     return number(seconds, f"{seconds}s")
 
 
-def inbound(prediction: dict[str, Any] | None) -> Text:
+def inbound(prediction: dict[str, Any] | None) -> Shown:
     if not prediction:
         return plain(None)
     verdict = prediction.get("verdict", "unknown")
     style = {"accept": "green", "hold": "yellow", "refuse": "red", "queued": "cyan"}
-    return Text(
-        explain.inbound_words(prediction),
-        style=style.get(verdict, "magenta"),
-        no_wrap=True,
-        overflow="ellipsis",
-        end="",
-    )
+    words = explain.inbound_words(prediction)
+    return line(words, style.get(verdict, "magenta"), no_wrap=True, overflow="ellipsis", end="")
 
 
-def codeman(found: dict[str, Any] | None) -> Text:
+def codeman(found: dict[str, Any] | None) -> Shown:
     """The Codeman session a chat's tmux pane names; a docker or ssh worker's lives in
     another registry, and says so (the inspector says which kind)."""
     if not found:

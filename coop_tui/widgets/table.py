@@ -12,7 +12,10 @@ from textual.binding import Binding, BindingType
 from textual.strip import Strip
 from textual.widgets import DataTable
 
-Column = tuple[str, str, Callable[[dict[str, Any]], Text]]
+from coop_tui.shown import Shown, line, toast
+
+# (key, header, cell maker): every cell is a Shown, the one renderer's.
+Column = tuple[str, str, Callable[[dict[str, Any]], Shown]]
 
 
 class LedgerTable(DataTable[Text]):
@@ -85,7 +88,7 @@ class LedgerTable(DataTable[Text]):
     def row_key(self, row: dict[str, Any]) -> str:
         return str(row["id"])
 
-    def cells(self, row: dict[str, Any]) -> list[Text]:
+    def cells(self, row: dict[str, Any]) -> list[Shown]:
         """The shown columns' cells of a row (a value cut to the FLEX column's width
         ends in an ellipsis)."""
         keys, _ = self.shown
@@ -217,7 +220,7 @@ class LedgerTable(DataTable[Text]):
         """An empty table says so under its header rather than stay blank."""
         if self.row_count or y != (self.header_height if self.show_header else 0):
             return super().render_line(y)
-        words = Text(f" {self.empty_words()}", style="italic", end="")
+        words = line(f" {self.empty_words()}", "italic", end="")
         width = self.scrollable_content_region.width
         return Strip(words.render(self.app.console), words.cell_len).crop_extend(
             0, width, self.rich_style
@@ -234,7 +237,7 @@ class LedgerTable(DataTable[Text]):
         self.sorted_by = (column, reverse)
         self._sort_again()
         label = next(label for key, label, _ in self.COLUMNS if key == column)
-        self.border_subtitle = f"sorted by {label} {'↓' if reverse else '↑'} (s)"
+        self.border_subtitle = line(f"sorted by {label} {'↓' if reverse else '↑'} (s)")
 
     def _sort_again(self) -> None:
         if self.sorted_by is None or self.sorted_by[0] not in self.columns:
@@ -270,11 +273,11 @@ class LedgerTable(DataTable[Text]):
     def action_copy_selected(self) -> None:
         row = self.selected()
         if row is None:
-            self.notify("No row selected: nothing copied", severity="warning")
+            toast(self, line("No row selected: nothing copied"), severity="warning")
             return
         what, value = self.copy_value(row)
         self.app.copy_to_clipboard(value)
-        self.notify(f"Copied {what} {value}", title="Clipboard", markup=False)
+        toast(self, line(f"Copied {what} {value}"), title="Clipboard")
 
 
 def sort_key(cell: Text) -> tuple[Any, ...]:

@@ -13,6 +13,7 @@ from typing import Any
 import hypothesis.strategies as st
 import pytest
 from hypothesis import HealthCheck, given, settings
+from untrusted import HOSTILE, steering
 
 from coop_engine import receipts
 from coop_engine.cli.output import print_rows
@@ -27,29 +28,6 @@ from hosts.mac import codex_records
 from hosts.mac import settings as claude_settings
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-NASTY = st.sampled_from(
-    [
-        "\x1b]2;PWNED\x07",
-        "\x1b[2J",
-        "\x1b]52;c;cGFzdGU=\x07",
-        "\x9b31m",
-        "\x9d0;x\x9c",
-        "\u202e",
-        "\u2066",
-        "\u200f",
-        "[/]",
-        "[bold]x",
-        "[link=file:///etc/passwd]y[/link]",
-        "\x7f",
-        "\r",
-        "\x00",
-    ]
-)
-HOSTILE = st.lists(NASTY | st.text(max_size=12), max_size=8).map("".join)
-
-
-def steering(text: str, kept: str = "") -> list[str]:
-    return [c for c in STEERING.findall(text) if c not in kept]
 
 
 @SETTINGS

@@ -1,5 +1,7 @@
 """What Dad sees and is told ([5/6], DESIGN 9): the header's truth about the coordinator,
-alerts only for decisions, the notifier's argv, a terminal's width, one meaning per key."""
+alerts only for decisions, the notifier's argv, a terminal's width, one meaning per key;
+the app's text boundary (issue 28): one renderer, by type, for every pane, dialog,
+toast, header and status line, and the door's refusal in the app's dialogs."""
 
 from __future__ import annotations
 
@@ -13,6 +15,18 @@ RESPONSIVE = "tests/tui/test_responsive.py"
 HEADER = f"{RESPONSIVE}::test_the_header_says_it_in_fewer_words_before_anything_is_cut"
 TOASTS = "tests/tui/test_attention.py"
 NOTIFY = "tests/coordinator/test_notifier.py"
+CELLS = "coop_tui/widgets/cells.py"
+DIALOGS = "coop_tui/screens/dialogs.py"
+ONE_RENDERER = (
+    "tests/tui/test_one_renderer.py"
+    "::test_no_module_of_the_app_shows_text_but_through_the_one_renderer"
+)
+ESCAPES = "tests/tui/test_escapes.py"
+ON_EVERY_SCREEN = f"{ESCAPES}::test_a_chat_named_with_escapes_shows_them_printed_on_every_screen"
+AS_TYPED = f"{ESCAPES}::test_the_filter_the_status_line_and_a_widgets_toast_take_markup_as_written"
+APP_PROPERTIES = "tests/properties/test_app_text_boundary.py"
+ADD_TODO = "tests/tui/test_add_todo.py"
+PASTED = f"{ADD_TODO}::test_a_pasted_title_holding_controls_is_refused_in_the_doors_words_and_kept"
 
 MUTANTS = (
     Mutant(
@@ -125,5 +139,104 @@ MUTANTS = (
         '    DROP_FIRST = ("todo", "mac", "session", "name")\n',
         "    DROP_FIRST = ()\n",
         ("tests/tui/test_responsive.py::test_the_notices_drop_columns_before_a_value_is_cut",),
+    ),
+    Mutant(
+        "cell-shows-the-raw-string",
+        "the text boundary: a pane's cell is the one renderer's, a chat's escape printed",
+        CELLS,
+        '    cell = line(value, style, no_wrap=True, overflow="ellipsis", end="")\n',
+        "    from rich.text import Text\n\n"
+        '    cell = Text(str(value).replace("\\n", " "), style, overflow="ellipsis", end="")\n',
+        (
+            "tests/tui/test_cells_are_plain_text.py"
+            "::test_a_cell_shows_an_escape_sequence_and_a_bidi_override_as_printed",
+            ONE_RENDERER,
+        ),
+    ),
+    Mutant(
+        "markup-in-a-cell",
+        "the text boundary: a cell is the one renderer's, never markup built from data",
+        CELLS,
+        '    cell = line(value, style, no_wrap=True, overflow="ellipsis", end="")\n',
+        "    from rich.text import Text\n\n"
+        '    cell = Text.from_markup(str(value), style=style, overflow="ellipsis", end="")\n',
+        ("tests/tui/test_cells_are_plain_text.py",),
+    ),
+    Mutant(
+        "markup-in-a-toast",
+        "the text boundary: every toast, whoever raises it, shows its words as written",
+        ATTENTION,
+        "            markup=False,\n",
+        "            markup=markup,\n",
+        ("tests/tui/test_toast_markup.py", AS_TYPED),
+    ),
+    Mutant(
+        "toast-sends-an-escape",
+        "the text boundary: a toast a widget raises with an escape prints it, never sends it",
+        ATTENTION,
+        "            printable(message),\n",
+        "            message,\n",
+        (f"{APP_PROPERTIES}::test_every_toast_is_shown_as_written_whoever_raises_it", AS_TYPED),
+    ),
+    Mutant(
+        "markup-in-a-dialog",
+        "the text boundary: a dialog names a chat as written, never as markup",
+        DIALOGS,
+        '            yield Static(shown(f"{self.chat}: {self.why}."), id="refusing-why")\n',
+        '            yield Static(f"{self.chat}: {self.why}.", id="refusing-why")\n',
+        (f"{ESCAPES}::test_the_second_confirmation_names_a_refusing_chat_as_written",),
+    ),
+    Mutant(
+        "header-sends-an-escape",
+        "the text boundary: a screen's header names a chat printed, never sent",
+        "coop_tui/shown.py",
+        "            (one_line(piece[0]), piece[1])"
+        " if isinstance(piece, tuple) else one_line(piece)\n",
+        "            (piece[0], piece[1]) if isinstance(piece, tuple) else piece\n",
+        (ON_EVERY_SCREEN,),
+    ),
+    Mutant(
+        "outbox-title-parses-markup",
+        "the text boundary: the outbox's title says the filter as typed (`[/]` crashed it)",
+        "coop_tui/live.py",
+        '        self.outbox_pane.border_title = line(f"Outbox · {self.outbox_total} envelopes'
+        '{scope}{more}")\n',
+        '        self.outbox_pane.border_title = f"Outbox · {self.outbox_total} envelopes'
+        '{scope}{more}"\n',
+        (AS_TYPED,),
+    ),
+    Mutant(
+        "status-line-parses-markup",
+        "the text boundary: the status line says who coordinates as written",
+        "coop_tui/app.py",
+        '        self.query_one("#status", Static).update(line(" · ".join(parts)))\n',
+        '        self.query_one("#status", Static).update(" · ".join(parts))\n',
+        (AS_TYPED,),
+    ),
+    Mutant(
+        "field-draws-a-pasted-control",
+        "the text boundary: a field shows a pasted control as a sign, never sends it",
+        "coop_tui/widgets/field.py",
+        '        return shown(pictured(self.value), no_wrap=True, overflow="ignore", end="")\n',
+        "        return super()._value\n",
+        (AS_TYPED, PASTED),
+    ),
+    Mutant(
+        "add-dialog-drops-the-refused-title",
+        "the door in the app: a refused title is said in the dialog and kept for editing",
+        DIALOGS,
+        "            self.refuse(str(refusal))\n"
+        '            self.query_one("#todo-title", Input).focus()\n',
+        '            self.query_one("#todo-title", Input).value = ""\n'
+        "            self.refuse(str(refusal))\n",
+        (PASTED,),
+    ),
+    Mutant(
+        "invite-dialog-offers-a-todo-the-door-refuses",
+        "the door in the app: the invite dialog refuses a todo the door would not send",
+        DIALOGS,
+        '    try:\n        frame_text.title(str(todo.get("title") or ""))\n',
+        '    return None\n    try:\n        frame_text.title(str(todo.get("title") or ""))\n',
+        (f"{ADD_TODO}::test_the_invite_dialog_refuses_a_todo_an_older_ledger_kept_with_an_escape",),
     ),
 )

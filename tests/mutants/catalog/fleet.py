@@ -269,36 +269,6 @@ MUTANTS = (
         ),
     ),
     Mutant(
-        "markup-in-a-cell",
-        "markup and escape handling: a cell is Text(str), never markup built from data",
-        "coop_tui/widgets/cells.py",
-        "    return Text(shown, **options) if order is None else Ordered(shown, order, **options)\n",  # noqa: E501
-        '    return Text.from_markup(shown, style=style, overflow="ellipsis", end="")\n',
-        ("tests/tui/test_cells_are_plain_text.py",),
-    ),
-    Mutant(
-        "markup-in-a-toast",
-        "markup and escape handling: a toast shows a chat's name as written",
-        "coop_tui/attention.py",
-        "                timeout=TOAST_SECONDS,\n"
-        "                markup=False,\n"
-        "            )\n"
-        "        more = len(alerts) - MOST_TOASTS\n",
-        "                timeout=TOAST_SECONDS,\n"
-        "                markup=True,\n"
-        "            )\n"
-        "        more = len(alerts) - MOST_TOASTS\n",
-        ("tests/tui/test_toast_markup.py",),
-    ),
-    Mutant(
-        "markup-in-the-adoption-toast",
-        "markup and escape handling: an adoption's toast shows the Mac's answer as written",
-        "coop_tui/screens/adoption.py",
-        ' title="Adoption", markup=False)\n',
-        ' title="Adoption", markup=True)\n',
-        ("tests/tui/test_adoption_toast.py",),
-    ),
-    Mutant(
         "long-poll-bug-leaves-the-mac-unwatched",
         "the one coordinator: a bug in a Mac's long-poll stops serve, never a silent thread",
         "coop_engine/loop/macs.py",
