@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 DEFAULT_OFFICE = "office"
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_DEADLINE = 5.0
+MAX_FLEET_BYTES = 1 << 20  # a fleet of Macs is a few hundred bytes a Mac
 TOP_KEYS = ("office", "mac", "codex", "notify")
 # The events that need a decision from Dad, as `[notify] on` names them (the engine's
 # alerts are of these kinds; a test keeps the two lists one).
@@ -237,7 +238,11 @@ def read_fleet_config(path: Path) -> tuple[str, list[dict[str, Any]], Notify]:
     import tomllib
 
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as file:
+            data = file.read(MAX_FLEET_BYTES + 1)
+        if len(data) > MAX_FLEET_BYTES:
+            raise FleetError(f"{path}: larger than {MAX_FLEET_BYTES:,} bytes: not a fleet")
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise FleetError(f"{path}: cannot read: {error}") from None
     try:

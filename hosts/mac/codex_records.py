@@ -19,6 +19,7 @@ THREAD_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-
 STATE_DB = re.compile(r"state_(\d+)\.sqlite")
 META_LIMIT = 16 << 20  # session_meta carries the base instructions: tens of KB, rarely more
 DB_TIMEOUT = 2.0  # seconds to wait on a locked database before reporting it skipped
+MAX_INDEX_READ = 16 << 20  # session_index.jsonl: a line per naming, about 200 bytes each
 META_FIELDS = ("cwd", "originator", "source", "cli_version")
 STATE_COLUMNS = ("id", "name", "rollout_path", "archived", "updated_at", "updated_at_ms")
 RFC3339 = re.compile(
@@ -106,14 +107,18 @@ def _query_threads(path: Path, only: str | None) -> list[dict[str, Any]]:
 
 
 def index_entries(path: Path, only: str | None, skipped: list[dict[str, Any]]) -> dict[str, Any]:
-    """The last ``session_index.jsonl`` line for each id (absent file: no names)."""
+    """The last ``session_index.jsonl`` line for each id (absent file: no names), read
+    from the file's last MAX_INDEX_READ bytes: a thread named only before them has no
+    name here, and an index grown without end costs no more than that."""
     try:
-        data = path.read_bytes()
+        data, cut = _tail(path, MAX_INDEX_READ)
     except FileNotFoundError:
         return {}
     except OSError as exc:
         skipped.append({"file": str(path), "reason": f"cannot read: {exc.strerror or exc}"})
         return {}
+    if cut:
+        data = data.partition(b"\n")[2]  # the first line read is a part of one
     out: dict[str, Any] = {}
     for number, line in enumerate(data.split(b"\n"), start=1):
         if not line.strip():
@@ -132,6 +137,15 @@ def index_entries(path: Path, only: str | None, skipped: list[dict[str, Any]]) -
         if only is None or tid == only:
             out[str(tid)] = entry
     return out
+
+
+def _tail(path: Path, most: int) -> tuple[bytes, bool]:
+    """The file's last `most` bytes, and whether it held more."""
+    with open(path, "rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        if size > most:
+            file.seek(size - most)
+        return file.read(most), size > most
 
 
 def timestamp(value: object) -> float | None:

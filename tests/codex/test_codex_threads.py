@@ -208,6 +208,29 @@ def test_reading_does_not_wait_for_a_writer_that_keeps_writing(
     assert all(r["skipped"] == [] and len(r["threads"]) == 1 for r in results)
 
 
+def test_an_index_grown_without_end_is_read_only_at_its_end(
+    tmp_path: Path, sim_codex: SimCodex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """session_index.jsonl gains a line at every naming and is never cut: only its last
+    MAX_INDEX_READ bytes are read, the line the window starts inside is not reported."""
+    from hosts.mac import codex_records
+
+    monkeypatch.setattr(codex_records, "MAX_INDEX_READ", 4096)
+    home = tmp_path / "codex"
+    late = sim_codex(home, "--name", "first")
+    index_file = home / "session_index.jsonl"
+    index_file.write_text("not json: skipped if it were read\n" + index_file.read_text())
+    with index_file.open("a") as index:
+        for number in range(100):  # about 10 KB of renamings
+            index.write(json.dumps({"id": late["thread_id"], "thread_name": f"n{number}"}) + "\n")
+        index.write(json.dumps({"id": late["thread_id"], "thread_name": "newest"}) + "\n")
+
+    listing = thread_list(home)
+
+    assert by_id(listing)[late["thread_id"]]["name"] == "newest"
+    assert listing["skipped"] == []  # the first line, before the window, was never read
+
+
 def test_torn_and_invalid_index_lines_are_skipped_with_a_reason(
     tmp_path: Path, sim_codex: SimCodex
 ) -> None:

@@ -19,6 +19,7 @@ FILES: dict[str, bytes] = {
     "deeply nested arrays": b"office = " + b"[" * 5000 + b"]" * 5000 + b"\n",
     "a mac that is a string": b'mac = "laptop"\n',
     "a megabyte of one key": b'office = "' + b"x" * (1 << 20) + b'"\nbad\n',
+    "two megabytes of comment": b'office = "office"\n' + b"#" * (2 << 20) + b"\n",
 }
 COMMANDS = (
     ("chats",),
