@@ -45,16 +45,19 @@ def client() -> Iterator[ClientKeys]:
 
 @pytest.fixture
 def start_mac(client: ClientKeys) -> Iterator[Callable[..., Mac]]:
-    """Start Macs; `trusted` puts the Mac's host key in the client's known_hosts."""
+    """Start Macs; `trusted` puts the Mac's host key in the client's known_hosts;
+    `sshd_settings` are more lines of its sshd_config."""
     if os.geteuid() != 0:
         missing("root, to run sshd (CI runs as root)")
     if not os.path.exists(SSHD):
         missing(f"{SSHD} (make test installs openssh-server)")
     macs: list[tuple[Mac, Path]] = []
 
-    def start(name: str = "laptop", trusted: bool = True) -> Mac:
+    def start(
+        name: str = "laptop", trusted: bool = True, sshd_settings: tuple[str, ...] = ()
+    ) -> Mac:
         root = short_tmp("sm")
-        mac = Mac(name, root, client)
+        mac = Mac(name, root, client, sshd_settings)
         macs.append((mac, root))
         if trusted:
             client.trust(mac.sshd)

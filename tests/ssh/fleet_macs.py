@@ -22,14 +22,18 @@ class Mac:
     """One simulated fleet Mac: an sshd whose sessions see `config_dir` as Claude's
     folder and `codex_home` as Codex's."""
 
-    def __init__(self, name: str, root: Path, client: ClientKeys) -> None:
+    def __init__(
+        self, name: str, root: Path, client: ClientKeys, sshd_settings: tuple[str, ...] = ()
+    ) -> None:
         self.name = name
         self.client = client
         self.config_dir = root / "claude"
         self.config_dir.mkdir(parents=True)
         self.codex_home = root / "codex"
         self.codex_home.mkdir()
-        self.sshd = Sshd(root / "sshd", client, self.config_dir, self.codex_home).start()
+        self.sshd = Sshd(
+            root / "sshd", client, self.config_dir, self.codex_home, sshd_settings
+        ).start()
         self.chats = SimFleet(self.config_dir)
         self.hosts: list[Host] = []
 

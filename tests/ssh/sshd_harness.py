@@ -61,10 +61,16 @@ class ClientKeys:
 
 
 class Sshd:
-    """One sshd process: its own host key, authorized_keys, and CLAUDE_CONFIG_DIR."""
+    """One sshd process: its own host key, authorized_keys, and CLAUDE_CONFIG_DIR;
+    `settings` are more sshd_config lines (a ForceCommand, say)."""
 
     def __init__(
-        self, root: Path, client: ClientKeys, config_dir: Path, codex_home: Path | None = None
+        self,
+        root: Path,
+        client: ClientKeys,
+        config_dir: Path,
+        codex_home: Path | None = None,
+        settings: tuple[str, ...] = (),
     ) -> None:
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
@@ -92,6 +98,7 @@ class Sshd:
                     "MaxStartups 100",
                     "LogLevel INFO",
                     f"SetEnv CLAUDE_CONFIG_DIR={config_dir} CODEX_HOME={codex_home or root}",
+                    *settings,
                     "",
                 ]
             )

@@ -362,4 +362,17 @@ MUTANTS = (
         "            self._looks = []\n",
         (f"{NEWS}::test_after_an_event_the_ledger_is_looked_at_again_until_it_settles",),
     ),
+    Mutant(
+        "a-macs-nested-answer-escapes",
+        "a Mac's answers are untrusted: one nested without end makes that Mac unreachable"
+        " with one reason, and the office serves the others",
+        "hosts/channel.py",
+        "            except (ValueError, RecursionError):\n                reply = None\n",
+        "            except ValueError:\n                reply = None\n",
+        (
+            "tests/ssh/test_hostile_mac.py"
+            "::test_a_mac_answering_garbage_is_one_unreachable_mac_and_the_others_are_served",
+        ),
+        select="nested",
+    ),
 )
