@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on, work
 from textual.app import App, ComposeResult
@@ -417,3 +417,10 @@ class CoopApp(LivePanes, Decisions, Coordination, Attention):
         from coop_tui.screens.help import HelpScreen
 
         self.push_screen(HelpScreen())
+
+
+if TYPE_CHECKING:
+    from coop_tui.seat import TheApp
+
+    def _seated(app: CoopApp) -> TheApp:
+        return app  # mypy: the app is what its screens take it for (coop_tui/seat.py)

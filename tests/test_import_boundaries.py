@@ -147,3 +147,53 @@ def test_coop_help_imports_neither_peewee_nor_textual():
     assert "coop_engine" in imported
     assert "peewee" not in imported
     assert "textual" not in imported
+
+
+def import_cycles(*packages: str) -> list[list[str]]:
+    """Every set of modules that import one another round (Tarjan's strongly connected
+    components of more than one module), TYPE_CHECKING imports included."""
+    import grimp
+
+    graph = grimp.build_graph(*packages)
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        order[module] = low[module] = len(order)
+        stack.append(module)
+        for imported in graph.find_modules_directly_imported_by(module):
+            if imported not in order:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in stack:
+                low[module] = min(low[module], order[imported])
+        if low[module] == order[module]:
+            component = []
+            while (popped := stack.pop()) != module:
+                component.append(popped)
+            if component:
+                cycles.append(sorted([module, *component]))
+
+    for module in sorted(graph.modules):
+        if module not in order:
+            visit(module)
+    return cycles
+
+
+def test_no_package_of_coop_has_an_import_cycle():
+    assert import_cycles("coop_engine", "coop_tui", "hosts") == []
+
+
+def test_the_cycle_finder_finds_a_cycle(tmp_path, monkeypatch):
+    package = tmp_path / "circle"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from circle import b\n")
+    (package / "b.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from circle import a\n"
+    )
+    (package / "c.py").write_text("from circle import a\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert import_cycles("circle") == [["circle.a", "circle.b"]]

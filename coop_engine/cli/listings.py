@@ -222,9 +222,10 @@ LISTINGS: dict[str, tuple[Rows, list[Column]]] = {
 
 def show(name: str, args: argparse.Namespace) -> int:
     """Print one listing of the ledger."""
-    from coop_engine.cli.ledger import open_engine
+    from coop_engine.db import open_ledger
+    from coop_engine.home import coop_home
 
     rows, columns = LISTINGS[name]
-    open_engine()
+    open_ledger(coop_home())
     print_rows(rows(args), columns, args.json)
     return 0

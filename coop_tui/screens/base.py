@@ -10,7 +10,7 @@ from textual.worker import Worker
 if TYPE_CHECKING:
     from textual.dom import DOMNode
 
-    from coop_tui.app import CoopApp
+    from coop_tui.seat import TheApp
 
     _Node = DOMNode
 else:
@@ -18,11 +18,12 @@ else:
 
 
 class OfTheApp(_Node):
-    """Mixed into each screen: `self.coop` is the CoopApp, typed."""
+    """Mixed into each screen: `self.coop` is the CoopApp, typed as what a screen may ask
+    of it (coop_tui/seat.py)."""
 
     @property
-    def coop(self) -> CoopApp:
-        return cast("CoopApp", self.app)
+    def coop(self) -> TheApp:
+        return cast("TheApp", self.app)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         # Worker.StateChanged does not bubble: each screen hands its own workers' news on.

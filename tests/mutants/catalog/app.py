@@ -239,4 +239,12 @@ MUTANTS = (
         '    return None\n    try:\n        frame_text.title(str(todo.get("title") or ""))\n',
         (f"{ADD_TODO}::test_the_invite_dialog_refuses_a_todo_an_older_ledger_kept_with_an_escape",),
     ),
+    Mutant(
+        "a-screen-imports-the-app",
+        "no import cycle: the screens reach the app through coop_tui.seat, never app.py",
+        "coop_tui/screens/base.py",
+        "    from coop_tui.seat import TheApp\n",
+        "    from coop_tui.app import CoopApp as TheApp\n",
+        ("tests/test_import_boundaries.py::test_no_package_of_coop_has_an_import_cycle",),
+    ),
 )
