@@ -27,12 +27,15 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp_jinja2
+import textual_serve.server
 from aiohttp import web as aioweb
+from textual_serve.app_service import AppService
 from textual_serve.server import Server
 
 from coop_engine.home import coop_home, ensure_home
 
 COOKIE = "coop_token"
+STOP_SECONDS = 10.0  # how long the sessions' apps get to quit when coop web stops
 TITLE = "Coop"
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 NOT_LOOPBACK = (
@@ -54,11 +57,35 @@ def host_in_url(address: str) -> str:
 
 def app_command(python: str, home: str, read_only: bool) -> str:
     """The shell command textual-serve runs for each browser session: this Python
-    running the app (`coop tui --in-browser`) on this home; every part shell-quoted."""
+    running the app (`coop tui --in-browser`) on this home; every part shell-quoted.
+    The shell execs it, so the process textual-serve holds is the app itself."""
     argv = [python, "-m", "coop_engine.cli", "--home", home, "tui", "--in-browser"]
     if read_only:
         argv.append("--read-only")
-    return shlex.join(argv)
+    return f"exec {shlex.join(argv)}"
+
+
+class SessionApp(AppService):
+    """textual-serve's app of one session, which is also waited for when it stops: an
+    app that does not quit within STOP_SECONDS of being asked is killed, so no session
+    outlives its websocket or coop web."""
+
+    async def stop(self) -> None:
+        await super().stop()
+        process = self._process
+        if process is None or process.returncode is not None:
+            return
+        try:
+            await asyncio.wait_for(process.wait(), STOP_SECONDS)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+
+
+# textual-serve builds each session's AppService by this module-level name; pointing it
+# at SessionApp (in coop web's process only) is the one way in short of copying its
+# websocket handler.
+textual_serve.server.AppService = SessionApp  # type: ignore[misc]
 
 
 class Locks:
@@ -119,6 +146,7 @@ class LockedServer(Server):
     def __init__(self, command: str, locks: Locks, address: str, port: int) -> None:
         super().__init__(command, host=address, port=port, title=TITLE)
         self.locks = locks
+        self.sessions: dict[asyncio.Task[Any], aioweb.Request] = {}
 
     def initialize_logging(self) -> None:
         """textual-serve's log goes to stderr: stdout carries only the URL."""
@@ -152,10 +180,25 @@ class LockedServer(Server):
         if self.locks.live_sessions >= self.locks.most_sessions:
             raise aioweb.HTTPServiceUnavailable(text="coop web: sessions full\n")
         self.locks.live_sessions += 1
+        session = asyncio.current_task()
+        if session is not None:
+            self.sessions[session] = request
         try:
             return await super().handle_websocket(request)
         finally:
             self.locks.live_sessions -= 1
+            self.sessions.pop(session, None)  # type: ignore[arg-type]
+
+    async def end_sessions(self, seconds: float) -> None:
+        """End every live session: its websocket is closed and its app asked to quit and
+        waited for (textual-serve does both when its handler is cancelled), for at most
+        `seconds` in all."""
+        live = list(self.sessions)
+        for request in self.sessions.values():
+            if request.transport is not None:
+                request.transport.close()
+        if live:
+            await asyncio.wait(live, timeout=seconds)
 
 
 def web(args: argparse.Namespace) -> int:
@@ -194,6 +237,6 @@ async def _serve(server: LockedServer, address: str, port: int, token: str) -> i
     try:
         await stop.wait()
     finally:
-        # Each session's app is asked to quit, and waited for, as textual-serve does.
+        await server.end_sessions(STOP_SECONDS)
         await runner.cleanup()
     return 0

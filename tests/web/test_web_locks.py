@@ -8,6 +8,8 @@ SameSite=Strict cookie, and the websocket streams the live app until its panes s
 from __future__ import annotations
 
 import asyncio
+import shlex
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +27,8 @@ from webkit import (
     shows_panes,
     websocket_status,
 )
+
+from coop_engine.cli.web import app_command
 
 PATHS = ("/", "/static/js/textual.js", "/static/css/xterm.css", "/download/anything")
 
@@ -135,7 +139,7 @@ def test_with_the_token_the_websocket_streams_the_app_until_its_panes_show(tmp_p
                     await read_until(stream, seen, lambda: shows_panes(seen))
                     assert all(word in seen for word in PANES)
                     running = web.apps()
-                    assert running, "the session has its app process"
+                    assert len(running) == 1, "each session is one app process"
                     # One over the limit: refused, the page says so, nothing more starts.
                     assert await websocket_status(web, session_headers(web)) == 503
                     status, page = await get(web, "/", web.cookie())
@@ -210,3 +214,40 @@ def test_on_loopback_nothing_is_said_on_stderr(web: Web) -> None:
     web.process.wait(30)
     assert web.process.stderr is not None
     assert web.process.stderr.read() == ""
+
+
+def test_stopping_coop_web_ends_each_live_sessions_app(tmp_path: Path) -> None:
+    with coop_web(tmp_path / "home") as web:
+
+        async def look() -> list[int]:
+            async with client() as session:
+                url = f"ws://127.0.0.1:{web.port}/ws?width=100&height=30"
+                async with session.ws_connect(url, headers=session_headers(web)) as stream:
+                    seen = bytearray()
+                    await read_until(stream, seen, lambda: shows_panes(seen))
+                    running = web.apps()
+                    web.process.terminate()
+                    await asyncio.to_thread(web.process.wait, 30)
+                    return running
+
+        running = run(look())
+        assert web.process.returncode == 0 and len(running) == 1
+        assert not [pid for pid in running if Path(f"/proc/{pid}").exists()]
+
+
+def test_the_apps_command_is_this_python_on_this_home_every_part_shell_quoted() -> None:
+    home = "/tmp/a home/$(touch pwned); `id` 'q\"x"
+    command = app_command(sys.executable, home, read_only=True)
+    words = shlex.split(command)
+    assert words == [
+        "exec",
+        sys.executable,
+        "-m",
+        "coop_engine.cli",
+        "--home",
+        home,
+        "tui",
+        "--in-browser",
+        "--read-only",
+    ]
+    assert "--read-only" not in app_command(sys.executable, home, read_only=False)
