@@ -8,6 +8,7 @@ SameSite=Strict cookie, and the websocket streams the live app until its panes s
 from __future__ import annotations
 
 import asyncio
+import json
 import shlex
 import sys
 from collections.abc import Iterator
@@ -30,6 +31,7 @@ from webkit import (
 
 from coop_engine.cli.web import app_command
 
+CLAIM_CHECK_SECONDS = 3.0  # how often an app asks the ledger's claim (coop_tui/coordination.py)
 PATHS = ("/", "/static/js/textual.js", "/static/css/xterm.css", "/download/anything")
 
 
@@ -175,6 +177,10 @@ def test_in_read_only_the_add_todo_keys_over_the_websocket_leave_the_ledger_unch
                     for keys in ("+", "From the browser", "\r", "\r"):
                         await stream.send_json(["stdin", keys])
                     await read_until(stream, seen, lambda: b"started with --read-only" in seen)
+                    # It only watches: no coordinator of its own claims the ledger.
+                    await asyncio.sleep(CLAIM_CHECK_SECONDS + 1)
+                    status = json.loads(coop(home, "status", "--json").stdout)
+                    assert status["coordinator"]["state"] == "none"
 
         run(look())
     assert coop(home, "todo", "list", "--json").stdout == before

@@ -9,7 +9,11 @@ from ..mutant import Mutant
 WEB = "coop_engine/cli/web.py"
 FRAME = "coop_engine/frame.py"
 LOCKS = "tests/web/test_web_locks.py"
+LAUNCHER = "coop_engine/cli/launcher.py"
 READ_ONLY = "tests/engine/test_read_only.py"
+READ_ONLY_KEYS = (
+    f"{LOCKS}::test_in_read_only_the_add_todo_keys_over_the_websocket_leave_the_ledger_unchanged"
+)
 
 MUTANTS = (
     Mutant(
@@ -57,5 +61,21 @@ MUTANTS = (
             f"{READ_ONLY}::test_every_write_a_read_only_process_asks_for_is_refused_and_nothing_is_recorded",
         ),
         select="sqlite",
+    ),
+    Mutant(
+        "web-read-only-not-passed-to-the-apps",
+        "--read-only: coop web --read-only starts each session's app read-only",
+        WEB,
+        '    if read_only:\n        argv.append("--read-only")\n',
+        "",
+        (READ_ONLY_KEYS,),
+    ),
+    Mutant(
+        "read-only-app-runs-a-coordinator",
+        "--read-only: a read-only app runs no coordinator of its own; it only watches",
+        LAUNCHER,
+        "    watch_only = args.attach or args.read_only\n",
+        "    watch_only = args.attach\n",
+        (READ_ONLY_KEYS,),
     ),
 )
