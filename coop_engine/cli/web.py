@@ -181,18 +181,19 @@ class LockedServer(Server):
             raise aioweb.HTTPServiceUnavailable(text="coop web: sessions full\n")
         self.locks.live_sessions += 1
         session = asyncio.current_task()
-        if session is not None:
-            self.sessions[session] = request
+        assert session is not None  # aiohttp runs each request's handler in a task
+        self.sessions[session] = request
         try:
             return await super().handle_websocket(request)
         finally:
             self.locks.live_sessions -= 1
-            self.sessions.pop(session, None)  # type: ignore[arg-type]
+            del self.sessions[session]
 
     async def end_sessions(self, seconds: float) -> None:
-        """End every live session: its websocket is closed and its app asked to quit and
-        waited for (textual-serve does both when its handler is cancelled), for at most
-        `seconds` in all."""
+        """End every live session, waiting at most `seconds` in all: its connection is
+        closed, so textual-serve's handler leaves its read loop and asks the app to quit,
+        and SessionApp waits for the app (a cancelled handler would wait on a websocket
+        that can no longer be written)."""
         live = list(self.sessions)
         for request in self.sessions.values():
             if request.transport is not None:
@@ -204,8 +205,12 @@ class LockedServer(Server):
 def web(args: argparse.Namespace) -> int:
     """Serve the app until SIGINT or SIGTERM; print its URL on stdout once the port is
     bound. A port or an address that cannot be bound is one line, exit 2, nothing
-    served."""
+    served. A fleet.toml the apps could not read is refused here, in one line (exit 1),
+    not in each browser session."""
+    from hosts.fleet import load_fleet
+
     home = ensure_home(coop_home())
+    load_fleet(home).close()
     token = secrets.token_urlsafe(32)
     locks = Locks(token, args.bind, args.port, args.max_sessions)
     command = app_command(sys.executable, str(home), args.read_only)

@@ -257,3 +257,14 @@ def test_the_apps_command_is_this_python_on_this_home_every_part_shell_quoted() 
         "--read-only",
     ]
     assert "--read-only" not in app_command(sys.executable, home, read_only=False)
+
+
+def test_a_fleet_the_apps_could_not_read_is_one_line_exit_1_and_nothing_served(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "fleet.toml").write_text("office = [not toml\n")
+    done = coop(home, "web", "--port", "1")
+    assert done.returncode == 1 and done.stdout == ""
+    assert "fleet.toml" in done.stderr and len(done.stderr.strip().splitlines()) == 1
