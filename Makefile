@@ -62,9 +62,11 @@ KILLS ?= 1000
 reliability: $(VENV)/.installed-test system-programs
 	$(PY) -m tests.reliability --kills $(KILLS)
 
-# SVGs of each screen of the real app over the demo's fleet, driven by Textual's pilot.
-screenshots: $(VENV)/.installed
+# SVGs of each screen of the real app over the demo's fleet, driven by Textual's pilot;
+# and screenshots/web.png: `coop web` in headless Chromium, a todo typed in the page.
+screenshots: $(VENV)/.installed system-programs
 	$(PY) -m coop_tui.screenshots --out screenshots
+	$(PY) tests/web/chromium.py --out screenshots/web.png
 
 check: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check coop_engine coop_tui hosts tests

@@ -287,7 +287,9 @@ class DeliveryCommands(DispatchCommands):
         return self._command("ask_withdrawal", fresh_key(f"withdrawal:{outbox_id}"), args, run)
 
     def advance_cursor(self, outbox_id: str, offset: int) -> None:
-        """Move the transcript bookmark forward (never back). A bookmark, not a transition."""
+        """Move the transcript bookmark forward (never back). A bookmark, not a transition;
+        a write all the same, refused in a read-only process."""
+        self._writable()
         Outbox.update(observed_offset=offset).where(
             (Outbox.id == outbox_id) & (Outbox.observed_offset < offset)
         ).execute()

@@ -41,6 +41,13 @@ class Ambiguous(NotFound, BadInput):
     id fixes it."""
 
 
+READ_ONLY = "read-only: started with --read-only"
+
+
+class ReadOnly(CoopError):
+    """A command in a process started with --read-only: it shows and changes nothing."""
+
+
 class KeyReused(CoopError):
     """An idempotency key replayed with different arguments."""
 

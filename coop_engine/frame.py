@@ -20,11 +20,27 @@ from typing import Any, TypeVar
 import peewee as pw
 
 from coop_engine.db import is_sqlite
-from coop_engine.errors import KeyReused, NotFound
+from coop_engine.errors import READ_ONLY, KeyReused, NotFound, ReadOnly
 from coop_engine.models import Command, Dispatch, Event, Notification, Outbox, Session, Todo
 
 Clock = Callable[[], float]
 Body = Callable[[float], dict[str, Any]]
+
+
+_writes_refused = False  # this process was started with --read-only; never set back
+
+
+def refuse_writes() -> None:
+    """From now on every command this process runs is refused (`ReadOnly`, one line)
+    before it opens a transaction: `coop tui --read-only` and each app `coop web
+    --read-only` starts. There is no way back for the process."""
+    global _writes_refused
+    _writes_refused = True
+
+
+def writes_refused() -> bool:
+    """Whether this process was started read-only (see `refuse_writes`)."""
+    return _writes_refused
 
 
 def fresh_key(prefix: str) -> str:
@@ -63,6 +79,9 @@ class CommandBase:
             yield
 
     def _command(self, name: str, key: str, args: dict[str, Any], body: Body) -> dict[str, Any]:
+        """Run `body` once for `key` in one transaction (see the module's words); in a
+        read-only process nothing runs and nothing is recorded: `ReadOnly`."""
+        self._writable()
         digest = _args_hash(name, args)
         try:
             with self._transaction():
@@ -79,6 +98,12 @@ class CommandBase:
             if prior is None:
                 raise
             return self._replay(prior, name, digest)
+
+    @staticmethod
+    def _writable() -> None:
+        """Refuse, before any write, in a process started with --read-only."""
+        if _writes_refused:
+            raise ReadOnly(READ_ONLY)
 
     @staticmethod
     def _replay(prior: Command, name: str, digest: str) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from coop_tui.attention import Attention
 from coop_tui.chats import Directory
 from coop_tui.commands import CoopCommands
 from coop_tui.coordination import Coordination
-from coop_tui.decisions import Decisions
+from coop_tui.decisions import Decisions, refused_here
 from coop_tui.live import LivePanes
 from coop_tui.messages import LedgerChanged, ResendRequested, WithdrawRequested
 from coop_tui.shown import line, toast
@@ -296,9 +296,13 @@ class CoopApp(LivePanes, Decisions, Coordination, Attention):
         )
 
     def on_resend_requested(self, message: ResendRequested) -> None:
+        if refused_here(self):
+            return
         self.request_resend(message.outbox_id, message.done)
 
     def on_withdraw_requested(self, message: WithdrawRequested) -> None:
+        if refused_here(self):
+            return
         self.request_withdraw(message.outbox_id, message.done)
 
     def on_unmount(self) -> None:
@@ -391,6 +395,8 @@ class CoopApp(LivePanes, Decisions, Coordination, Attention):
     def action_add_todo(self) -> None:
         from coop_tui.screens.dialogs import AddTodoDialog
 
+        if refused_here(self):
+            return
         self.push_screen(AddTodoDialog())
 
     def action_adoption(self) -> None:

@@ -12,7 +12,8 @@ from textual.app import App
 
 from coop_engine import queries
 from coop_engine.engine import Engine
-from coop_engine.errors import CoopError
+from coop_engine.errors import READ_ONLY, CoopError
+from coop_engine.frame import writes_refused
 from coop_engine.loop.office import Office
 from coop_tui.chats import Directory
 from coop_tui.messages import LedgerChanged
@@ -32,6 +33,15 @@ def withdrawable(envelope: dict[str, Any]) -> bool:
     return envelope.get("door") == "codex" and envelope["state"] == "uncertain"
 
 
+def refused_here(app: App[Any]) -> bool:
+    """Whether this process was started read-only; if so the app says it in one line.
+    A courtesy before a dialog opens: the engine refuses the command itself anyway."""
+    if not writes_refused():
+        return False
+    toast(app, line(READ_ONLY), title="Coop", severity="warning")
+    return True
+
+
 class Decisions(App[None]):
     engine: Engine | None
     office: Office
@@ -41,6 +51,8 @@ class Decisions(App[None]):
     # --- Send again -----------------------------------------------------------------------
 
     def action_resend(self) -> None:
+        if refused_here(self):
+            return
         row = self.outbox_pane.selected()
         if row is None:
             toast(self, line("Select an envelope in the outbox first"), severity="warning")
@@ -83,6 +95,8 @@ class Decisions(App[None]):
     # --- Withdraw -------------------------------------------------------------------------
 
     def action_withdraw(self) -> None:
+        if refused_here(self):
+            return
         row = self.outbox_pane.selected()
         if row is None:
             toast(self, line("Select an envelope in the outbox first"), severity="warning")
@@ -135,6 +149,8 @@ class Decisions(App[None]):
     def action_invite(self) -> None:
         from coop_tui.screens.dialogs import InviteDialog
 
+        if refused_here(self):
+            return
         self.push_screen(InviteDialog(), self._invited)
 
     def _invited(self, choice: Invitee | None) -> None:

@@ -169,3 +169,29 @@ def home_dir(text: str) -> str:
             f"a directory, 1 to {LONGEST_PATH} characters, not {text!r}"
         )
     return text
+
+
+LARGEST_PORT = 65535
+
+
+def port(text: str) -> int:
+    """A TCP port to listen on: 1 to 65535."""
+    if re.fullmatch("[0-9]{1,5}", text.strip()) is None or not 1 <= int(text) <= LARGEST_PORT:
+        raise argparse.ArgumentTypeError(
+            f"a port is a number from 1 to {LARGEST_PORT}, not {text!r}"
+        )
+    return int(text)
+
+
+def bind_address(text: str) -> str:
+    """An IP address of this machine to listen on (IPv4, or IPv6 with or without its
+    brackets), in its normal spelling."""
+    import ipaddress
+
+    bare = text.strip().removeprefix("[").removesuffix("]")
+    try:
+        return str(ipaddress.ip_address(bare))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"an IP address to listen on (127.0.0.1, ::1, 0.0.0.0), not {text!r}"
+        ) from None

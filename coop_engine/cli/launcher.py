@@ -18,17 +18,28 @@ def on_a_terminal() -> bool:
     return all(stream is not None and stream.isatty() for stream in (sys.stdin, sys.stdout))
 
 
+READ_ONLY_BANNER = "read-only: this app changes nothing"
+
+
 def tui(args: argparse.Namespace) -> int:
-    if not on_a_terminal():
+    """The app on this terminal, or on the pipes of `coop web`'s page (--in-browser).
+    With --read-only every command of this process is refused in the engine (one
+    line), and it runs no coordinator of its own: it only watches."""
+    if not (args.in_browser or on_a_terminal()):
         print("coop: the app needs a terminal (stdin and stdout)", file=sys.stderr)
         return 2
+    from coop_engine.frame import refuse_writes
     from coop_engine.loop.office import Office
     from coop_tui.app import CoopApp
 
+    if args.read_only:
+        refuse_writes()
     home = ensure_home(coop_home())
     office = Office.of(home)
+    watch_only = args.attach or args.read_only
+    banner = READ_ONLY_BANNER if args.read_only else None
     try:
-        CoopApp(home, office, coordinator="none" if args.attach else "auto").run()
+        CoopApp(home, office, coordinator="none" if watch_only else "auto", banner=banner).run()
     finally:
         office.close()
     return 0

@@ -294,7 +294,45 @@ def _tui(sub: Subparsers) -> None:
     tui.add_argument(
         "--attach", action="store_true", help="watch only; never run a coordinator here"
     )
+    tui.add_argument(
+        "--read-only",
+        action="store_true",
+        help="show everything, change nothing: every command is refused, no coordinator runs",
+    )
+    # The app on the pipes textual-serve gives it (coop web), not on a terminal.
+    tui.add_argument("--in-browser", action="store_true", help=argparse.SUPPRESS)
     tui.set_defaults(handler=_launcher("tui"))
+
+
+def _web(sub: Subparsers) -> None:
+    web = sub.add_parser("web", help="the app in a browser, behind a token; prints the URL to open")
+    web.add_argument(
+        "--bind",
+        type=arguments.bind_address,
+        default="127.0.0.1",
+        help="the address to listen on (default 127.0.0.1: this machine only)",
+    )
+    web.add_argument(
+        "--port", type=arguments.port, default=8420, help="the port to listen on (default 8420)"
+    )
+    web.add_argument(
+        "--read-only",
+        action="store_true",
+        help="the pages show everything and change nothing (no coordinator runs in them)",
+    )
+    web.add_argument(
+        "--max-sessions",
+        type=arguments.positive_int,
+        default=4,
+        help="browser sessions open at once, each one app process (default 4)",
+    )
+    web.set_defaults(handler=_web_handler)
+
+
+def _web_handler(args: argparse.Namespace) -> int:
+    from coop_engine.cli import web
+
+    return web.web(args)
 
 
 def _demo(sub: Subparsers) -> None:
@@ -334,6 +372,7 @@ COMMANDS: dict[str, Callable[[Subparsers], None]] = {
     "chat": _chat,
     "tui": _tui,
     "demo": _demo,
+    "web": _web,
 }
 
 

@@ -12,6 +12,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
 from coop_engine import queries
+from coop_tui.decisions import refused_here
 from coop_tui.screens.base import OfTheApp
 from coop_tui.shown import line, shown, toast
 from coop_tui.widgets import cells
@@ -120,6 +121,8 @@ class AdoptionScreen(OfTheApp, Screen[None]):
         self.query_one(TakersTable).replace_rows(named)
 
     def action_dismiss_row(self) -> None:
+        if refused_here(self.app):
+            return
         row = self.query_one(TakersTable).selected()
         if row is None or not row.get("adoption"):
             toast(
@@ -138,6 +141,8 @@ class AdoptionScreen(OfTheApp, Screen[None]):
 
     @on(DataTable.RowSelected, "#takers")
     def _taker_selected(self, event: DataTable.RowSelected) -> None:
+        if refused_here(self.app):
+            return
         row = self.query_one(TakersTable).rows_by_key.get(str(event.row_key.value))
         if row is None:
             toast(self, line("No CLI taker selected"), severity="warning")

@@ -15,6 +15,7 @@ from . import (
     obligations,
     oracle,
     policy,
+    web,
 )
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -29,4 +30,5 @@ MUTANTS: tuple[Mutant, ...] = (
     *obligations.MUTANTS,
     *oracle.MUTANTS,
     *faces.MUTANTS,
+    *web.MUTANTS,
 )
