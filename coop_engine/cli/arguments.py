@@ -29,18 +29,48 @@ def _columns() -> int:
         return 80
 
 
-class _HelpFormatter(argparse.HelpFormatter):
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
     # argparse builds a formatter for every argument it adds, and the stock one imports
     # shutil (with bz2, lzma and zlib) to measure the terminal: that costs more than
-    # `coop chats` spends reading 200 chats.
+    # `coop chats` spends reading 200 chats. Raw: the examples block keeps its lines.
     def __init__(self, prog: str) -> None:
         super().__init__(prog, width=_columns() - 2)
 
 
 class Parser(argparse.ArgumentParser):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    """Every command's parser takes `--home` too (`coop todo list --home DIR`), unless
+    it is the top one, whose `--home` comes before the command; a command may say again
+    what `--home` means for it (the later definition wins)."""
+
+    def __init__(self, *args: Any, home: bool = True, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _HelpFormatter)
+        kwargs.setdefault("conflict_handler", "resolve")
         super().__init__(*args, **kwargs)
+        if home:
+            self.add_argument(
+                "--home",
+                type=home_dir,
+                default=argparse.SUPPRESS,  # never overrides `coop --home DIR COMMAND`
+                help="state directory (as `coop --home DIR COMMAND`)",
+            )
+
+
+class Version(argparse.Action):
+    """`coop --version`: the installed version, looked up only when asked (reading
+    package metadata costs milliseconds every other command would pay)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            said = version("coop")
+        except PackageNotFoundError:
+            said = "(not installed: run from a checkout)"
+        print(f"coop {said}")
+        parser.exit()
 
 
 LARGEST_ID = 2**63 - 1  # SQLite's and PostgreSQL's largest integer

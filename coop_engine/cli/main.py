@@ -82,17 +82,23 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     parser = arguments.Parser(
         prog="coop",
         description="Coordinate a fleet of Claude Code and Codex chats.",
+        home=False,
     )
     parser.add_argument(
         "--home",
         type=arguments.home_dir,
         help="state directory (default $COOP_HOME or ~/.local/share/coop)",
     )
+    parser.add_argument("--version", action=arguments.Version, help="print Coop's version")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=arguments.Parser)
     word = _command_word(argv)
     for name, register in COMMANDS.items():
         if word not in COMMANDS or name == word:
             register(sub)
+    if "-h" in argv or "--help" in argv:
+        from coop_engine.cli import examples
+
+        examples.attach(parser)
     return parser
 
 
@@ -350,6 +356,21 @@ def _demo(sub: Subparsers) -> None:
     demo.set_defaults(handler=_launcher("demo"))
 
 
+def _completion(sub: Subparsers) -> None:
+    completion = sub.add_parser(
+        "completion", help="a shell completion script, made from these commands"
+    )
+    completion.add_argument("shell", choices=["bash", "zsh", "fish"])
+    completion.set_defaults(handler=_completion_handler)
+
+
+def _completion_handler(args: argparse.Namespace) -> int:
+    from coop_engine.cli import completion
+
+    print(completion.script(args.shell, build_parser()), end="")
+    return 0
+
+
 COMMANDS: dict[str, Callable[[Subparsers], None]] = {
     "todo": _todo,
     "outbox": _listing("outbox", "envelopes and their five facts"),
@@ -373,6 +394,7 @@ COMMANDS: dict[str, Callable[[Subparsers], None]] = {
     "tui": _tui,
     "demo": _demo,
     "web": _web,
+    "completion": _completion,
 }
 
 
