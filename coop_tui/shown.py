@@ -149,7 +149,7 @@ def line(
     end: str = "\n",
 ) -> Shown:
     """`value` as the characters it holds on one line (breaks and tabs as spaces)."""
-    return Shown(one_line(str(value)), style, overflow=overflow, no_wrap=no_wrap, end=end)
+    return shown(one_line(str(value)), style, overflow=overflow, no_wrap=no_wrap, end=end)
 
 
 def assemble(*pieces: Piece, style: StyleType = "", end: str = "\n") -> Shown:

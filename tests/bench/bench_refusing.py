@@ -18,10 +18,8 @@ envelope still pending with nothing counted as sent, and Dad told once.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,6 +30,7 @@ from coop_engine.db import open_ledger
 from coop_engine.engine import Engine
 from coop_engine.models import HostQueue, Notification, Outbox
 from tests.bench.common import COUNTING_SERVE, cpu_seconds, report, run_main
+from tests.refusing import RefusingChat
 
 WINDOW = 25.0  # seconds each serve is measured for
 # A ratio of two figures near zero is noise: the baseline counts as at least 1% of a core.
@@ -41,43 +40,6 @@ MOST_EXTRA_CPU = 0.02  # of a core, above the idle baseline
 # Tries at 0, at once, +5 s, +10 s fit in 25 s: 4. Tens at most, never hundreds.
 MOST_TRIES = 10
 SESSION = "7d2e1b63-8e4f-4c0a-9f32-6a5d4c3b2e10"
-
-
-class RefusingChat:
-    """A live process registered as a Claude chat whose inbox refuses every connect (a
-    socket bound, private, never listened on)."""
-
-    def __init__(self, root: Path) -> None:
-        self.config = root / "claude"
-        sessions = self.config / "sessions"
-        sessions.mkdir(parents=True)
-        inbox = root / "inbox"
-        inbox.mkdir(mode=0o700)
-        path = inbox / "inbox.sock"
-        self.bound = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.bound.bind(str(path))  # no listen(): a connect is refused
-        path.chmod(0o600)
-        self.process = subprocess.Popen(["sleep", "3600"])
-        stat = Path(f"/proc/{self.process.pid}/stat").read_text().rpartition(")")[2].split()
-        entry = {
-            "pid": self.process.pid,
-            "sessionId": SESSION,
-            "cwd": str(root),
-            "startedAt": int(time.time() * 1000),
-            "procStart": stat[19],
-            "peerProtocol": 1,
-            "kind": "interactive",
-            "status": "idle",
-            "name": "refusing",
-            "messagingSocketPath": str(path),
-        }
-        (sessions / f"{self.process.pid}.json").write_text(json.dumps(entry))
-        self.ref = f"claude:{SESSION}"
-
-    def close(self) -> None:
-        self.bound.close()
-        self.process.kill()
-        self.process.wait()
 
 
 def _serve(root: Path, env: dict[str, str], seconds: float) -> tuple[float, float]:
@@ -114,11 +76,12 @@ def refusing_chat_cpu() -> bool:
     home.mkdir(mode=0o700)
     # This machine alone, and no desktop notification from a benchmark.
     (home / "fleet.toml").write_text('office = "office"\n\n[notify]\nquiet = true\n')
-    chat = RefusingChat(root)
+    config = root / "claude"
+    chat = RefusingChat(config / "sessions", root / "inbox", root, SESSION)
     env = {
         **os.environ,
         "COOP_HOME": str(home),
-        "CLAUDE_CONFIG_DIR": str(chat.config),
+        "CLAUDE_CONFIG_DIR": str(config),
         "HOME": str(root),
     }
     db = open_ledger(home)

@@ -6,16 +6,14 @@ takes it back."""
 
 from __future__ import annotations
 
-import json
 import os
-import socket
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from officekit import Office
+from refusing import RefusingChat
 from servekit import until
 
 from coop_engine import backoff
@@ -34,38 +32,12 @@ SESSION = "6c1f0a52-7d3e-4b9a-8e21-5f4c3b2a1d09"
 def refusing_chat(office: Office, tmp_path: Path) -> Iterator[str]:
     """A live process registered as a chat whose socket is bound and never listened on:
     every connect is refused."""
-    sleeper = subprocess.Popen(["sleep", "300"])
-    folder = Path(f"/tmp/coop-refusing-{os.getpid()}")
-    folder.mkdir(mode=0o700, exist_ok=True)
-    path = folder / "inbox.sock"
-    path.unlink(missing_ok=True)
-    bound = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    bound.bind(str(path))  # no listen(): a connect is refused
-    path.chmod(0o600)
-    stat = Path(f"/proc/{sleeper.pid}/stat").read_text().rpartition(")")[2].split()
-    entry = {
-        "pid": sleeper.pid,
-        "sessionId": SESSION,
-        "cwd": str(tmp_path),
-        "startedAt": int(time.time() * 1000),
-        "procStart": stat[19],
-        "peerProtocol": 1,
-        "kind": "interactive",
-        "status": "idle",
-        "name": "refusing",
-        "messagingSocketPath": str(path),
-    }
     sessions = office.macs["office"].config_dir / "sessions"
-    sessions.mkdir(parents=True, exist_ok=True)
-    (sessions / f"{sleeper.pid}.json").write_text(json.dumps(entry))
+    chat = RefusingChat(sessions, Path(f"/tmp/coop-refusing-{os.getpid()}"), tmp_path, SESSION)
     try:
-        yield f"claude:{SESSION}"
+        yield chat.ref
     finally:
-        bound.close()
-        path.unlink(missing_ok=True)
-        folder.rmdir()
-        sleeper.kill()
-        sleeper.wait()
+        chat.close()
 
 
 def test_a_chat_whose_inbox_refuses_is_tried_less_and_less_and_told_once(

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from chromium import TITLE, WAIT_SECONDS, add_todo_from_the_browser, chromium, chromium_program
 from prerequisites import missing
+from waiting import wait_until
 from webkit import REPO, coop, coop_web
 
 SCREENSHOT = REPO / "screenshots" / "web.png"
@@ -37,10 +38,12 @@ def test_keys_typed_in_chromium_add_a_todo_through_the_live_app(
     home = tmp_path / "home"
     with coop_web(home) as web, chromium(program) as devtools:
         asyncio.run(add_todo_from_the_browser(devtools, web.url, home, SCREENSHOT))
-        deadline = time.monotonic() + WAIT_SECONDS
-        while TITLE not in titles(home):
-            assert time.monotonic() < deadline, "the todo typed in Chromium never arrived"
-            time.sleep(0.3)
+        wait_until(
+            lambda: TITLE in titles(home),
+            "the todo typed in Chromium",
+            timeout=WAIT_SECONDS,
+            interval=0.3,
+        )
     assert SCREENSHOT.read_bytes().startswith(b"\x89PNG")
 
 

@@ -375,4 +375,24 @@ MUTANTS = (
         ),
         select="nested",
     ),
+    Mutant(
+        "codex-index-read-whole",
+        "what a Mac's files hold is read bounded: Codex's session index from its last 16 MiB",
+        "hosts/mac/codex_records.py",
+        "        data, cut = _tail(path, MAX_INDEX_READ)\n",
+        "        data, cut = path.read_bytes(), False\n",
+        (
+            "tests/codex/test_codex_threads.py"
+            "::test_an_index_grown_without_end_is_read_only_at_its_end",
+        ),
+    ),
+    Mutant(
+        "fleet-file-read-whole",
+        "fleet.toml past 1 MiB is one line naming it, not a fleet",
+        "hosts/fleet.py",
+        "        if len(data) > MAX_FLEET_BYTES:\n",
+        "        if False:\n",
+        ("tests/hostile/test_hostile_fleet.py::test_a_hostile_fleet_file_is_one_line_naming_it",),
+        select="two",
+    ),
 )
