@@ -211,6 +211,8 @@ class AddTodoDialog(OfTheApp, ModalScreen[int | None]):
         Binding("escape", "cancel", "Cancel", id="todo.cancel", tooltip="Add nothing"),
     ]
 
+    offered = False  # whether an enter on the title has offered the project field
+
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Label(line("Add a todo", "bold"))
@@ -235,8 +237,12 @@ class AddTodoDialog(OfTheApp, ModalScreen[int | None]):
             self.refuse(str(refusal))
             self.query_one("#todo-title", Input).focus()
             return
-        if event.input.id == "todo-title" and not self.query_one("#todo-project", Input).value:
-            self.query_one("#todo-project", Input).focus()
+        project_field = self.query_one("#todo-project", Input)
+        if event.input.id == "todo-title" and not project_field.value and not self.offered:
+            # Enter on the title offers the project once; the next enter adds, even one
+            # typed before the focus moved (a fast typist's, or a browser's, second enter).
+            self.offered = True
+            project_field.focus()
             return
         project = self.query_one("#todo-project", Input).value.strip() or None
         self.add(title, project)

@@ -85,6 +85,25 @@ def test_a_pasted_title_holding_controls_is_refused_in_the_doors_words_and_kept(
     drive(staged.app(), script)
 
 
+def test_two_enters_typed_before_the_focus_moves_add_the_todo(staged: Staged) -> None:
+    """A fast typist (or a browser through `coop web`) sends title, enter, enter at once:
+    both enters reach the title field before the focus moves to the project, and the
+    second must add the todo rather than offer the project again."""
+
+    async def script(pilot: Pilot[None]) -> None:
+        app: Any = pilot.app
+        await loaded(pilot)
+        dialog = await open_with(pilot, "plus", AddTodoDialog)
+        title = dialog.query_one("#todo-title", Input)
+        title.value = "Typed in one breath"
+        for _ in range(2):  # queued together: neither is handled before both are sent
+            title.post_message(Input.Submitted(title, title.value))
+        await until(pilot, lambda: app.screen is not dialog, what="the dialog closed")
+        assert Todo.select().where(Todo.title == "Typed in one breath").count() == 1
+
+    drive(staged.app(), script)
+
+
 def test_a_title_longer_than_the_door_allows_is_refused_and_nothing_recorded(
     staged: Staged,
 ) -> None:

@@ -14,6 +14,7 @@ import asyncio
 import base64
 import itertools
 import json
+import re
 import shutil
 import signal
 import subprocess
@@ -45,6 +46,14 @@ WAIT_SECONDS = 45.0
 TITLE = "Typed in Chromium"
 # Keys as Chromium's Input.dispatchKeyEvent wants them, by the character they type.
 SPECIAL = {"\r": {"key": "Enter", "code": "Enter", "windowsVirtualKeyCode": 13}}
+# What the app draws, and so what the keys wait for (the app's own words).
+# The outbox pane's title counts envelopes once the app opened its ledger (the footer is
+# no sign: how many of its keys fit depends on the columns the browser's font allows).
+MAIN_SCREEN = " envelopes"
+ADD_DIALOG = "Title, then enter"
+ADDED = "Added todo #"
+READ_ONLY = "read-only: started with --read-only"
+CONTROL_SEQUENCE = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|[@-Z\\-_])")
 
 
 def chromium_program() -> str | None:
@@ -58,13 +67,19 @@ class Browser:
     def __init__(self, page: aiohttp.ClientWebSocketResponse) -> None:
         self.page = page
         self.ids = itertools.count(1)
+        self.drawn = bytearray()  # every byte the app sent the page (Network events)
 
     async def call(self, method: str, **params: Any) -> dict[str, Any]:
-        """Send one DevTools command and return its result (events are skipped)."""
+        """Send one DevTools command and return its result; on the way, keep the app's
+        bytes the page's websocket received (other events are skipped)."""
         ask = next(self.ids)
         await self.page.send_str(json.dumps({"id": ask, "method": method, "params": params}))
         while True:
             answer = json.loads(await self.page.receive_str(timeout=WAIT_SECONDS))
+            if answer.get("method") == "Network.webSocketFrameReceived":
+                frame = answer["params"]["response"]
+                if frame.get("opcode") == 2:  # textual-serve: the app's output, as binary
+                    self.drawn += base64.b64decode(frame["payloadData"])
             if answer.get("id") != ask:
                 continue
             if "error" in answer:
@@ -83,6 +98,30 @@ class Browser:
             if time.monotonic() > deadline:
                 raise AssertionError(f"the page never showed {what} in {WAIT_SECONDS}s")
             await asyncio.sleep(0.2)
+
+    def screen_text(self, since: int = 0) -> str:
+        """What the app drew from byte `since` on, its control sequences taken out."""
+        text = self.drawn[since:].decode("utf-8", errors="replace")
+        return CONTROL_SEQUENCE.sub("", text)
+
+    async def wait_drawn(self, words: str, since: int = 0) -> None:
+        """Until the app drew `words` (after byte `since`): keys pressed before the app
+        shows what reads them are lost, and a loaded machine takes its time."""
+        deadline = time.monotonic() + WAIT_SECONDS
+        while words not in self.screen_text(since):
+            if time.monotonic() > deadline:
+                drawn = " ".join(self.screen_text(since).split())[-400:]
+                raise AssertionError(
+                    f"the app never drew {words!r} in {WAIT_SECONDS}s; it drew: {drawn!r}"
+                )
+            await self.evaluate("0")  # a round trip brings the frames that arrived
+            await asyncio.sleep(0.1)
+
+    async def press(self, keys: str, then: str) -> None:
+        """Type `keys`, and wait until the app draws `then` in answer."""
+        since = len(self.drawn)
+        await self.type(keys)
+        await self.wait_drawn(then, since)
 
     async def type(self, text: str) -> None:
         """Each character as a key pressed and released on the focused element."""
@@ -147,12 +186,16 @@ def todo_titles(home: Path) -> list[str]:
     return [todo["title"] for todo in json.loads(listed.stdout or "[]")]
 
 
-async def add_todo_from_the_browser(devtools: int, url: str, home: Path, shot: Path) -> None:
-    """Open `url`, wait for the app, press + and type a todo's title, enter twice, and
-    wait for the todo in the ledger (when `home`'s app can write); then the screenshot."""
+async def add_todo_from_the_browser(
+    devtools: int, url: str, home: Path, shot: Path, *, read_only: bool = False
+) -> None:
+    """Open `url`, wait for the app's main screen, press + and type a todo's title, enter
+    twice, and wait for the app's toast; then the screenshot. Read-only, + draws the
+    app's refusal instead, and the title's keys go to the main screen."""
     session, browser = await open_page(devtools)
     try:
         await browser.call("Page.enable")
+        await browser.call("Network.enable")
         await browser.call("Page.navigate", url=url)
         # The address traded its token for the cookie, and the app sent its first bytes.
         await browser.wait_for("location.search === ''", "the address without its token")
@@ -165,11 +208,14 @@ async def add_todo_from_the_browser(devtools: int, url: str, home: Path, shot: P
         await browser.evaluate("document.querySelector('.xterm-helper-textarea').focus()")
         await browser.wait_for("document.activeElement.tagName === 'TEXTAREA'", "xterm focused")
         await wait_for_ledger(home)
-        await asyncio.sleep(1.0)  # the main screen drawn in the canvas
-        await browser.type("+")
-        await asyncio.sleep(1.0)  # the dialog open
-        await browser.type(f"{TITLE}\r\r")
-        await asyncio.sleep(1.5)  # the toast shown
+        await browser.wait_drawn(MAIN_SCREEN)
+        if read_only:
+            await browser.press("+", then=READ_ONLY)
+            await browser.type(f"{TITLE}\r\r")
+        else:
+            await browser.press("+", then=ADD_DIALOG)
+            await browser.press(f"{TITLE}\r\r", then=ADDED)
+        await asyncio.sleep(0.5)  # the canvas painted what was drawn
         await browser.screenshot(shot)
     finally:
         await browser.page.close()

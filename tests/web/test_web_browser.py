@@ -2,7 +2,8 @@
 `make test`) opens the URL coop web printed, the address trades its token for the cookie,
 the live app draws in the page, and keys typed there reach it: `+`, a title and enter add
 a todo to the ledger, and the page is saved as screenshots/web.png. In --read-only the
-same keys leave the ledger as it was."""
+same keys draw the app's refusal and leave the ledger as it was. Each key waits until the
+app drew what reads it (its bytes, seen on the page's websocket), never a fixed time."""
 
 from __future__ import annotations
 
@@ -54,7 +55,9 @@ def test_in_read_only_the_same_keys_in_chromium_leave_the_ledger_unchanged(
     assert coop(home, "todo", "add", "Already there").returncode == 0
     before = titles(home)
     with coop_web(home, "--read-only") as web, chromium(program) as devtools:
-        asyncio.run(add_todo_from_the_browser(devtools, web.url, home, tmp_path / "ro.png"))
+        asyncio.run(
+            add_todo_from_the_browser(devtools, web.url, home, tmp_path / "ro.png", read_only=True)
+        )
         time.sleep(2.0)  # what a write would need to land
         assert titles(home) == before == ["Already there"]
     assert (tmp_path / "ro.png").read_bytes().startswith(b"\x89PNG")
