@@ -255,8 +255,10 @@ class CoopApp(LivePanes, Decisions, Coordination, Attention):
         self.last_event = last
         self._attention_read(*attention)
         self.session_rows = sessions
-        self._show_window(window)
+        # The chats first: the window's rows are then made with their chats' names,
+        # rather than made and then each patched again.
         self._show_sessions()
+        self._show_window(window)
         self._watch_ledger()
         self._start_coordinator()
 

@@ -136,11 +136,18 @@ class LivePanes(App[None]):
         """Shown envelopes change in place; new ones of this scope join the window."""
         now = self.clock()
         fresh = []
+        patched = False
         for row in changes.envelopes:
             row = {**row, "_now": now, "_chat": self.chats.envelope(row)}
             in_scope = self.session_filter in (None, row["session_id"])
-            if not self.outbox_pane.patch_row(row) and in_scope:
+            if self.outbox_pane.patch_row(row):
+                patched = True
+            elif in_scope:
                 fresh.append(row)
+        if patched:
+            # A patched row takes its place in the sort Dad chose (a state that changed
+            # moves it): the rows are reordered, none is made again.
+            self.outbox_pane.sort_again_keeping_cursor()
         if fresh:
             self.outbox_total += sum(1 for row in fresh if row["id"] in changes.created)
             self.outbox_pane.add_newest(fresh, queries.OUTBOX_WINDOW)
@@ -177,7 +184,7 @@ class LivePanes(App[None]):
         pane = self.outbox_pane
         for key, row in list(pane.rows_by_key.items()):
             row["_now"] = now
-            pane.update_cell(key, "age", OutboxPane.column("age")(row), update_width=True)
+            pane.update_cell(key, "age", OutboxPane.column("age")(row))
 
     # --- Macs and chats ------------------------------------------------------------------
 

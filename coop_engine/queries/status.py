@@ -64,9 +64,27 @@ def outbox_counts() -> dict[str, int]:
 
 
 def header_counts() -> dict[str, int]:
-    """The envelopes that may need Dad, by HEADER_STATES (held carved out of uncertain)."""
-    counts = outbox_counts()
-    held = Outbox.select().where((Outbox.state == "uncertain") & Outbox.held.is_null(False)).count()
+    """The envelopes that may need Dad, by HEADER_STATES (held carved out of uncertain).
+
+    Read on every change the app sees, so read from the ledger's indexes alone: each
+    state a range of the (state, session) index, counted without touching a row (not
+    the whole outbox grouped), and the held ones through the index of envelopes with a
+    held notice. What it costs grows with the envelopes in those states (the expired
+    ones stay), never with the delivered and cancelled history (tests/tui/test_scale.py).
+    `outbox_counts`, every state, is for `coop status`, read once per call."""
+    counts = dict.fromkeys(("expired", "uncertain", "pending"), 0)
+    query = (
+        Outbox.select(Outbox.state, pw.fn.COUNT(pw.SQL("*")))
+        .where(Outbox.state.in_(list(counts)))
+        .group_by(Outbox.state)
+    )
+    for state, count in cast(Iterable[tuple[str, int]], query.tuples()):
+        counts[state] = count
+    held = (
+        Outbox.select(pw.fn.COUNT(pw.SQL("*")))
+        .where((Outbox.state == "uncertain") & Outbox.held.is_null(False))
+        .scalar()
+    )
     return {
         "expired": counts["expired"],
         "uncertain": counts["uncertain"] - held,

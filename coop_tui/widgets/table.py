@@ -130,17 +130,23 @@ class LedgerTable(DataTable[Text]):
         self.rows_by_key[key] = row
         if self._measure(row) and self._fit(force=True):
             return True
+        # (A value longer than the column had, "asking…" -> "reachable", widened it above.)
         for column, _, render in self.COLUMNS:
-            # A value longer than the column had ("asking…" -> "reachable") widens it.
-            self.update_cell(key, column, render(row), update_width=True)
+            self.update_cell(key, column, render(row))
         return True
 
     def update_cell(
         self, row_key: Any, column_key: Any, value: Any, *, update_width: bool = False
     ) -> None:
-        """A column dropped for want of width has no cell to update."""
+        """A column dropped for want of width has no cell to update.
+
+        The widths are this table's own (`widths`, `_fit`): every column is added with
+        its width, which the DataTable never changes. Its `update_width` would only
+        measure, on the next idle, every cell of the column again for each cell updated:
+        rows x rows for a window patched whole (the chats' names, the ages), a second
+        at 300 rows. So it is never passed on."""
         if column_key in self.columns:
-            super().update_cell(row_key, column_key, value, update_width=update_width)
+            super().update_cell(row_key, column_key, value)
 
     def _keep_cursor(self, selected: str | None) -> None:
         if selected in self.rows_by_key:
@@ -238,6 +244,15 @@ class LedgerTable(DataTable[Text]):
         self._sort_again()
         label = next(label for key, label, _ in self.COLUMNS if key == column)
         self.border_subtitle = line(f"sorted by {label} {'↓' if reverse else '↑'} (s)")
+
+    def sort_again_keeping_cursor(self) -> None:
+        """Rows patched in place take their place in the sort Dad chose (a sort moves
+        rows, it makes none), and the cursor stays on its row, not on its position."""
+        if self.sorted_by is None:
+            return
+        selected = self.selected_key()
+        self._sort_again()
+        self._keep_cursor(selected)
 
     def _sort_again(self) -> None:
         if self.sorted_by is None or self.sorted_by[0] not in self.columns:

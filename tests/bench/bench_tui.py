@@ -5,8 +5,12 @@ against the same ledger with 100 outbox rows: the time to first paint (mounted, 
 outbox pane showing rows) and the time to apply one new event (an invitation committed
 by another writer: from the ledger's signal until its row is in the pane). The history
 must not cost: the pane shows a window of the newest envelopes, read through an index,
-in one DataTable, and a new envelope is added as one row. Each size is started five
-times, alternating, and the medians compared.
+in one DataTable, a new envelope is added as one row and a changed one patched in place,
+and the header's counts are read from the ledger's indexes (queries.status.header_counts:
+grouping all 100,000 rows took about 0.06 s per event, most of what an event cost
+more than at 100). What the pane and the ledger do per event is counted, at 100 and
+10,000 envelopes, by tests/tui/test_scale.py. Each size is started five times,
+alternating, and the medians compared.
 
     python -m tests.bench.bench_tui
 """
