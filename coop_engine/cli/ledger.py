@@ -277,12 +277,23 @@ def chief_show(args: argparse.Namespace) -> int:
 
 
 def serve(args: argparse.Namespace) -> int:
+    from coop_engine.loop.claim import ledger_claim
     from coop_engine.loop.serve import Server, stamped
+    from coop_engine.loop.standby import serve_standing_by
 
     home = coop_home()
     fleet = _fleet()
     engine = Engine(open_ledger(home))
-    return Server(engine, fleet, home, stamped(print_line), pass_interval=args.interval).run()
+    claim = ledger_claim(engine.db)
+    claim.seconds = args.lease
+    log = stamped(print_line)
+
+    def new_server() -> Server:
+        return Server(engine, fleet, home, log, pass_interval=args.interval, claim=claim)
+
+    if args.standby:
+        return serve_standing_by(new_server, claim, fleet.office, log)
+    return new_server().run()
 
 
 def print_line(line: str) -> None:

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from coop_engine.db import open_ledger
 from coop_engine.loop.claim import Claimed, SqliteClaim
 
 
 def test_a_held_claim_refuses_a_second_taker_until_it_is_let_go(tmp_path: Path) -> None:
-    ledger = tmp_path / "coop.db"
+    ledger = open_ledger(tmp_path)
     first, second = SqliteClaim(ledger), SqliteClaim(ledger)
     holder = first.take("office", "serve")
     try:
