@@ -260,6 +260,9 @@ def _sqlite_path(db: pw.Database | None) -> Path | None:
 # --- a database server (COOP_DATABASE_URL) -----------------------------------------------
 
 
+IDLE_IN_TRANSACTION_MS = 5000
+
+
 def _server_ledger(url: str) -> pw.Database:
     """The ledger COOP_DATABASE_URL names, connected; LedgerError, naming it without its
     password, when the URL, the driver or the server fails."""
@@ -283,6 +286,13 @@ def _server_ledger(url: str) -> pw.Database:
         # The message may quote the URL, password and all.
         why = str(error).replace(url, _redacted(url))
         raise LedgerError(f"COOP_DATABASE_URL {named} is not a database URL: {why}") from None
+    if isinstance(db, pw.PostgresqlDatabase):
+        # A process that hangs inside a transaction (SIGSTOP, a laptop asleep) would keep
+        # its row locks, and stall the standby that takes its lease: the server ends such
+        # a session. Coop's transactions do no I/O, so none is idle this long.
+        options = str(db.connect_params.get("options", ""))
+        idle = f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}"
+        db.connect_params["options"] = f"{options} {idle}".strip()
     try:
         return _ready(db)
     except pw.ImproperlyConfigured as error:
