@@ -25,12 +25,14 @@ from waiting import wait_until
 from coop_engine import lease
 from coop_engine.db import open_ledger
 from coop_engine.engine import Engine
+from coop_engine.errors import CoopError
 from coop_engine.models import Outbox
 from hosts.sim.launch import ROOT, SimChat, SimFleet
 
 # The receivers' clocks run fast: the subject is the lease, not their rate limit.
 FAST_RECEIVER = {"COOP_SIM_TIME_SCALE": "0.01"}
 KINDS = ("kill", "stop", "cut")
+MAX_ATTEMPTS = 2  # Dad sends a proven loss again once; a second loss stays a loss
 
 
 @dataclass
@@ -48,6 +50,8 @@ class Tally:
     envelopes: int = 0
     lost: list[str] = field(default_factory=list)
     duplicated: list[str] = field(default_factory=list)
+    states: dict[str, str] = field(default_factory=dict)  # each envelope's, and why
+    sent_again: list[str] = field(default_factory=list)  # proven losses Dad sent again
 
 
 class Standbys:
@@ -102,6 +106,19 @@ class Standbys:
     def output(self, pid: int) -> str:
         return self.logs[pid].read_text()
 
+    def alive(self, pid: int) -> bool:
+        return self.processes[pid].poll() is None
+
+    def assert_alive(self) -> None:
+        """Every serve not killed on purpose still runs: a standby stands by across
+        anything short of being killed."""
+        for pid, process in self.processes.items():
+            if process.poll() is not None:
+                tail = "\n".join(self.output(pid).splitlines()[-5:])
+                raise AssertionError(
+                    f"{self.names[pid]} (pid {pid}) exited {process.returncode}:\n{tail}"
+                )
+
     def holder(self) -> lease.Seen | None:
         """The lease, when one of this office's live serves holds it unlapsed."""
         seen = lease.read(self.engine.db)
@@ -122,6 +139,7 @@ class Standbys:
         """Do `kind` to the holder (SIGKILL; SIGSTOP past its lease, then SIGCONT; its
         backends terminated for longer than its lease) and wait for a standby to take
         the lease; a killed serve is replaced by a new standby."""
+        self.assert_alive()
         wait_until(lambda: self.holder() is not None, "a holder before the chaos", 30)
         seen = self.holder()
         assert seen is not None
@@ -157,6 +175,14 @@ class Standbys:
                 f"the {kind} holder saying it stepped down",
                 60,
             )
+            # With --standby it stands by again, whatever it lost: its database
+            # connection, its lease, the seconds it was stopped for.
+            wait_until(
+                lambda: "standing by again" in self.output(old)[said:] or not self.alive(old),
+                f"the {kind} holder standing by again",
+                60,
+            )
+            self.assert_alive()
             stepped_down = True
         took = Takeover(kind, seconds, old, after.pid, stepped_down)
         self.tally.takeovers.append(took)
@@ -192,21 +218,65 @@ class Standbys:
     # --- the count ----------------------------------------------------------------------
 
     def settle(self, timeout: float = 120) -> None:
-        wait_until(
-            lambda: not Outbox.select().where(Outbox.state.in_(["pending", "uncertain"])).exists(),
-            "every envelope delivered",
-            timeout,
-            interval=0.2,
-        )
+        """Wait until no envelope is pending or uncertain; then, as Dad, send again each
+        one the ledger proved lost (expired), once, and wait again. An intent recorded
+        by a holder that died (or lost the database) before its frame left is neither
+        sent twice nor silently dropped: the successor looks for it in the chat, finds
+        it absent, and expires it with that proof; Send again is Dad's decision (the
+        main reliability run does the same)."""
+        for _ in range(MAX_ATTEMPTS):
+            wait_until(
+                lambda: (
+                    not Outbox.select().where(Outbox.state.in_(["pending", "uncertain"])).exists()
+                ),
+                "every envelope delivered",
+                timeout,
+                interval=0.2,
+            )
+            if not self._send_again():
+                break
+        self.assert_alive()
+
+    def _send_again(self) -> int:
+        sent = 0
+        for row in Outbox.select().where(
+            (Outbox.state == "expired") & Outbox.resent_as.is_null() & Outbox.resent_from.is_null()
+        ):
+            try:
+                self.engine.resend(row.id, by="dad")
+            except CoopError:
+                continue  # no longer resendable (its dispatch moved on)
+            self.tally.sent_again.append(row.id)
+            sent += 1
+        return sent
 
     def count(self) -> Tally:
-        """Every envelope of the ledger against the frames the chats read: lost (read by
-        none), duplicated (read more than once)."""
+        """Every delivery of the ledger (an envelope, and the one Dad sent again in its
+        place) against the frames the chats read: lost (read by none), duplicated (read
+        more than once, or an envelope's frame read twice)."""
         read = Counter(frame["msg_id"] for chat in self.chats for frame in chat.frames())
-        envelopes = [row.id for row in Outbox.select(Outbox.id)]
+        rows = list(Outbox.select())
+        envelopes = [row.id for row in rows]
+        self.tally.states = {
+            row.id: f"{row.state} expiry={row.expiry} transport={row.transport}" for row in rows
+        }
         self.tally.envelopes = len(envelopes)
-        self.tally.lost = [envelope for envelope in envelopes if read[envelope] == 0]
-        self.tally.duplicated = [envelope for envelope, n in read.items() if n > 1]
+        # An envelope and the one Dad sent again in its place are one delivery.
+        again = {row.id: row.resent_as for row in rows if row.resent_as}
+        firsts = [row.id for row in rows if row.resent_from is None]
+
+        def chain(envelope: str) -> list[str]:
+            ids = [envelope]
+            while ids[-1] in again:
+                ids.append(again[ids[-1]])
+            return ids
+
+        reads = {first: sum(read[envelope] for envelope in chain(first)) for first in firsts}
+        self.tally.lost = [first for first, n in reads.items() if n == 0]
+        doubled = {first for first, n in reads.items() if n > 1}
+        self.tally.duplicated = sorted(
+            doubled | {envelope for envelope, n in read.items() if n > 1}
+        )
         return self.tally
 
     def stop(self) -> None:

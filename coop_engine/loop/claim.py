@@ -32,13 +32,14 @@ from typing import Any
 import peewee as pw
 
 from coop_engine import lease
+from coop_engine.db import DATABASE_ERRORS
 from coop_engine.errors import CoopError, Fenced, LedgerError
 from coop_engine.formats import iso
 from coop_engine.lease import DEFAULT_SECONDS, Claimant
 from coop_engine.models import Setting
 
 RUNNING, STOPPED, NONE = "running", "stopped", "none"
-WHO = {"serve": "coop serve", "app": "the Coop app"}
+WHO = {"serve": "coop serve", "app": "the Coop app", "tick": "coop tick"}
 RECORD_SETTING = "coordinator"  # the record's row in engine_settings, on PostgreSQL
 ADVISORY_KEY = (0x436F6F70, 1)  # "Coop", claim 1: pg_try_advisory_lock(int4, int4)
 RETRY_GAP = 0.05
@@ -145,6 +146,9 @@ class Look:
                 return "running: a coordinator holds the ledger and has not said who it is yet"
             return "none: no coordinator has run on this ledger (start one: coop serve)"
         named = f"{holder.who}, pid {holder.pid} on {holder.host}"
+        fenced = self.fenced_words()
+        if fenced is not None:
+            named += f" ({fenced})"
         if self.state == RUNNING:
             since = f"since {clock_time(holder.started_at)}"
             if holder.last_pass_at is None:
@@ -152,6 +156,19 @@ class Look:
             return f"running: {named}, {since}; last pass {ago(now, holder.last_pass_at)}"
         seen = ago(now, self.last_sign_of_life() or holder.started_at)
         return f"stopped: {named}, last seen {seen}: deliveries are not moving"
+
+    def fenced_words(self) -> str | None:
+        """When the record names the holder the lease's last takeover fenced out: that
+        it sends nothing, and who took the lease from it. None otherwise."""
+        seen, holder = self.lease, self.holder
+        if seen is None or seen.fenced is None or holder is None:
+            return None
+        if (seen.fenced["pid"], seen.fenced["host"]) != (holder.pid, holder.host):
+            return None
+        return (
+            f"fenced out at lease epoch {seen.fenced['epoch']} by pid {seen.pid} on "
+            f"{seen.host}: it sends nothing"
+        )
 
     def lease_line(self) -> str | None:
         """The lease in one line, for a person: its epoch and holder, how long since its
@@ -299,7 +316,7 @@ class LedgerClaim(ABC):
         if epoch is not None and self.lost is None:
             try:
                 lease.release(self.ledger, epoch, self.claimant(holder.host, holder.by))
-            except pw.DatabaseError:
+            except DATABASE_ERRORS:
                 pass  # the lease runs out by itself
         self._unlock()
 
@@ -310,7 +327,7 @@ class LedgerClaim(ABC):
         try:
             seen = lease.read(self.ledger)
             waiting = lease.standbys(self.ledger)
-        except pw.DatabaseError:
+        except DATABASE_ERRORS:
             seen, waiting = None, []  # a ledger made before leases, opened read-only
         state = RUNNING if self._alive(seen) else (STOPPED if record or seen else NONE)
         return Look(state, record, seen, waiting)
@@ -341,7 +358,7 @@ class LedgerClaim(ABC):
                 if self.on_lost is not None:
                     self.on_lost(lost)
                 return
-            except pw.DatabaseError:
+            except DATABASE_ERRORS:
                 if not self.ledger.in_transaction():
                     self.ledger.close()  # a failed server connection stays failed
 

@@ -15,10 +15,8 @@ import signal
 import threading
 from collections.abc import Callable
 
-import peewee as pw
-
 from coop_engine import lease
-from coop_engine.db import ledger_fault
+from coop_engine.db import DATABASE_ERRORS, ledger_fault
 from coop_engine.loop.claim import WHO, LedgerClaim
 from coop_engine.loop.serve import Log, Server
 
@@ -49,6 +47,10 @@ def serve_standing_by(
         if stopping.is_set() or not server.stepped_down:
             return code
         log("standing by again")
+        # A holder often steps down because it lost the database (a cut, a server that
+        # ended its sessions): its connection in this thread may be a dead one, which
+        # says "connection already closed" to every call until it is closed.
+        fresh_connection(claim)
 
 
 def wait_for_lease(claim: LedgerClaim, host: str, log: Log, stopping: threading.Event) -> bool:
@@ -68,10 +70,9 @@ def wait_for_lease(claim: LedgerClaim, host: str, log: Log, stopping: threading.
                     lease.stand_by(claim.ledger, me, period)
                     recorded_at = elapsed
                 line = standing_by(claim)
-            except pw.DatabaseError as error:
+            except DATABASE_ERRORS as error:
                 line = f"standing by; the ledger refused: {ledger_fault(error) or error}"
-                if not claim.ledger.in_transaction():
-                    claim.ledger.close()
+                fresh_connection(claim)
             if line != told:
                 log(line)
                 told = line
@@ -82,8 +83,15 @@ def wait_for_lease(claim: LedgerClaim, host: str, log: Log, stopping: threading.
     finally:
         try:
             lease.forget_standby(claim.ledger, me)
-        except pw.DatabaseError:
+        except DATABASE_ERRORS:
             pass  # it drops out of the list after three of its periods anyway
+
+
+def fresh_connection(claim: LedgerClaim) -> None:
+    """Close this thread's connection to the ledger, so the next call opens another: a
+    server connection that failed stays failed (SQLite's recovers by itself)."""
+    if not claim.ledger.in_transaction():
+        claim.ledger.close()
 
 
 def standing_by(claim: LedgerClaim) -> str:

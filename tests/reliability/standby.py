@@ -2,8 +2,10 @@
 PostgreSQL ledger (tests/pgserver.py), invitations to simulated chats all along, and
 the holder SIGKILLed, SIGSTOPped past its lease then resumed, or cut from the database,
 over and over (tests/standbykit.py). Prints `RELIABILITY standby takeovers=N lost=N
-duplicated=N slowest=S bound=B`, counted from the chats' own frame logs; exits 1 when
-an envelope was lost or read twice, or a takeover missed the lease + 5 s."""
+duplicated=N slowest=S bound=B`, counted from the chats' own frame logs (an envelope a
+dead holder recorded but never wrote is proven lost by its successor and sent again by
+Dad, as in the main run: `sent_again=N` in the detail line); exits 1 when a delivery was
+lost or read twice, or a takeover missed the lease + 5 s."""
 
 from __future__ import annotations
 
@@ -46,21 +48,31 @@ def run(rounds: int, seed: int | None) -> int:
             office.stop()
     finally:
         server.stop()
-        if not kept:
-            shutil.rmtree(workdir, ignore_errors=True)
     seconds = [took.seconds for took in tally.takeovers]
     slowest = max(seconds, default=0.0)
     by_kind = " ".join(
         f"{kind}={max((t.seconds for t in tally.takeovers if t.kind == kind), default=0):.2f}s"
         for kind in KINDS
     )
-    print(f"RELIABILITY-DETAIL standby envelopes={tally.envelopes} slowest_by_kind {by_kind}")
+    print(
+        f"RELIABILITY-DETAIL standby envelopes={tally.envelopes} "
+        f"sent_again={len(tally.sent_again)} slowest_by_kind {by_kind}"
+    )
+    for envelope in tally.sent_again:
+        print(f"standby sent again: {envelope} {tally.states.get(envelope, '?')}", file=sys.stderr)
     print(
         f"RELIABILITY standby takeovers={len(tally.takeovers)} lost={len(tally.lost)} "
         f"duplicated={len(tally.duplicated)} slowest={slowest:.2f}s bound={BOUND:.0f}s",
         flush=True,
     )
     ok = not tally.lost and not tally.duplicated and slowest <= BOUND
+    for name, envelopes in (("lost", tally.lost), ("duplicated", tally.duplicated)):
+        for envelope in envelopes[:20]:
+            print(f"standby {name}: {envelope} {tally.states.get(envelope, '?')}", file=sys.stderr)
+    if not ok:
+        print(f"RELIABILITY standby failed: the serves' logs are in {workdir}", flush=True)
+    elif not kept:
+        shutil.rmtree(workdir, ignore_errors=True)
     return 0 if ok else 1
 
 
