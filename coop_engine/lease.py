@@ -26,6 +26,9 @@ from coop_engine.errors import Fenced
 from coop_engine.models import Lease, Standby
 
 NAME = "coordinator"  # the one lease row's key
+# The epoch a writer sends under on a ledger no coordinator ever leased (`coop tick` on
+# a home nobody serves): the fence lets it through only while there is still no lease.
+NO_LEASE = 0
 DEFAULT_SECONDS = 15.0
 _SQLITE_NOW = "((julianday('now') - 2440587.5) * 86400.0)"
 _POSTGRES_NOW = "CAST(EXTRACT(EPOCH FROM now()) AS DOUBLE PRECISION)"
@@ -212,8 +215,9 @@ def release(db: pw.Database, epoch: int, me: Claimant) -> None:
 
 def check_fence(db: pw.Database, epoch: int) -> None:
     """Inside the transaction that records an intent to send: Fenced unless the lease's
-    epoch is still `epoch`. On PostgreSQL the row is read FOR SHARE, so a takeover waits
-    for this transaction, and this transaction for a takeover under way."""
+    epoch is still `epoch` (NO_LEASE: unless there is still no lease). On PostgreSQL the
+    row is read FOR SHARE, so a takeover waits for this transaction, and this
+    transaction for a takeover under way."""
     if is_sqlite(db):
         current = Lease.select(Lease.epoch).where(Lease.name == NAME).scalar()
     else:
@@ -221,6 +225,7 @@ def check_fence(db: pw.Database, epoch: int) -> None:
             "SELECT epoch FROM engine_lease WHERE name = %s FOR SHARE", (NAME,)
         ).fetchone()
         current = None if row is None else row[0]
+    current = NO_LEASE if current is None else current
     if current != epoch:
         raise Fenced(fenced_line(epoch, read(db)))
 
@@ -229,6 +234,11 @@ def fenced_line(epoch: int, now: Seen | None) -> str:
     """The one line a fenced-out writer says."""
     if now is None:
         return f"fenced out: this coordinator's lease (epoch {epoch}) is gone; it sends nothing"
+    if epoch == NO_LEASE:
+        return (
+            f"fenced out: a coordinator took this ledger's lease (epoch {now.epoch}, pid "
+            f"{now.pid} on {now.host}) during this pass; this pass sends nothing more"
+        )
     return (
         f"fenced out: the lease moved from epoch {epoch} to {now.epoch} "
         f"(pid {now.pid} on {now.host}); this coordinator sends nothing"

@@ -1,6 +1,8 @@
 """The coordinator's lease and its fence (issue 31; DESIGN 13): an intent to send under
 an epoch a successor raised writes nothing, a renewal is a compare-and-set on the
-holder's epoch, and the lease's times are the database's clock, never a machine's."""
+holder's epoch, and the lease's times are the database's clock, never a machine's; a
+`coop tick` beside a hung holder takes the lease, and a standby outlives a connection
+the server ended."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ from ..mutant import Mutant
 
 LEASE = "coop_engine/lease.py"
 TESTS = "tests/engine/test_lease.py"
+TICK = "tests/coordinator/test_tick_beside_serve.py"
+STANDBY = "tests/coordinator/test_standby.py"
 
 MUTANTS = (
     Mutant(
@@ -33,5 +37,23 @@ MUTANTS = (
         "    return pw.SQL(_SQLITE_NOW if is_sqlite(db) else _POSTGRES_NOW)\n",
         '    return pw.Value(__import__("time").time())\n',
         (f"{TESTS}::test_the_lease_runs_on_the_database_s_clock_not_the_machine_s",),
+    ),
+    Mutant(
+        "standby-tick-takes-no-lease",
+        "coop tick on a leased ledger nobody serves takes the lease, fencing out a hung holder",
+        "coop_engine/cli/ledger.py",
+        '        claim.take(fleet.office, "tick")\n',
+        "        pass\n",
+        (
+            f"{TICK}::test_tick_on_a_leased_ledger_nobody_serves_takes_the_lease_and_fences_the_old_holder",
+        ),  # noqa: E501
+    ),
+    Mutant(
+        "standby-ends-on-a-dead-connection",
+        "a standby stands by across a connection the server ended, and takes over",
+        "coop_engine/loop/standby.py",
+        "            except DATABASE_ERRORS as error:\n",
+        "            except DATABASE_ERRORS[0] as error:\n",
+        (f"{STANDBY}::test_a_standby_whose_connection_the_server_ended_stands_by_and_takes_over",),  # noqa: E501
     ),
 )
