@@ -45,6 +45,10 @@ POSTGRES_EXTRA = "pip install 'coop[postgres]'"
 FAULTS = (pw.OperationalError, pw.InterfaceError, sqlite3.OperationalError, sqlite3.InterfaceError)
 # SQLite's "not a database" and "malformed" are plain DatabaseErrors.
 PLAIN_FAULTS = (pw.DatabaseError, sqlite3.DatabaseError)
+# Whatever a ledger call raises when the database refuses or is gone. peewee's
+# InterfaceError is no DatabaseError: it is what every call on a server connection says
+# after that connection was ended ("connection already closed") until it is closed here.
+DATABASE_ERRORS = (pw.DatabaseError, pw.InterfaceError)
 
 Db = TypeVar("Db", bound=pw.Database)
 
@@ -260,6 +264,9 @@ def _sqlite_path(db: pw.Database | None) -> Path | None:
 # --- a database server (COOP_DATABASE_URL) -----------------------------------------------
 
 
+IDLE_IN_TRANSACTION_MS = 5000
+
+
 def _server_ledger(url: str) -> pw.Database:
     """The ledger COOP_DATABASE_URL names, connected; LedgerError, naming it without its
     password, when the URL, the driver or the server fails."""
@@ -283,6 +290,19 @@ def _server_ledger(url: str) -> pw.Database:
         # The message may quote the URL, password and all.
         why = str(error).replace(url, _redacted(url))
         raise LedgerError(f"COOP_DATABASE_URL {named} is not a database URL: {why}") from None
+    if isinstance(db, pw.PostgresqlDatabase):
+        # A process that hangs inside a transaction (SIGSTOP, a laptop asleep) would keep
+        # its row locks (the fence's FOR SHARE on the lease), and stall the standby that
+        # takes its lease: the server ends such a session. Only the time a client sits
+        # between statements of an open transaction counts; a statement that runs long
+        # (a migration's ALTER, a big pass's UPDATE, a wait for a lock) is active, not
+        # idle. Coop's transactions are its commands' bodies and the migration in
+        # _grown: SQL and Python between them, never I/O to a Mac or a wait on a person.
+        # Every process gets it: a `coop` stopped by Ctrl-Z mid-command stalls a
+        # coordinator just as well, and its command, one transaction, is rolled back whole.
+        options = str(db.connect_params.get("options", ""))
+        idle = f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}"
+        db.connect_params["options"] = f"{options} {idle}".strip()
     try:
         return _ready(db)
     except pw.ImproperlyConfigured as error:

@@ -22,6 +22,7 @@ from coop_engine.errors import (
     NotAuthorized,
 )
 from coop_engine.frame import fresh_key
+from coop_engine.lease import check_fence
 from coop_engine.models import Binding, Dispatch, HostQueue, Outbox, QueueSighting, Session
 
 HELD_THEN_EXPIRED = "held-for-approval-then-expired"
@@ -42,9 +43,12 @@ class DeliveryCommands(DispatchCommands):
     ) -> dict[str, Any]:
         """Record the intent to send before any byte leaves: pending -> uncertain, plus
         the host-queue row, in one durable commit. Refuses anything not pending, and an
-        envelope of an older generation than its session's."""
+        envelope of an older generation than its session's; Fenced, writing nothing,
+        when this process sends under a lease epoch that is no longer current."""
 
         def run(now: float) -> dict[str, Any]:
+            if self.epoch is not None:
+                check_fence(self.db, self.epoch)
             current = Session.select(Session.generation).where(Session.id == Outbox.session)
             changed = (
                 Outbox.update(

@@ -71,3 +71,8 @@ def shown(text: str, width: int = ECHO_WIDTH) -> str:
     if len(text) <= width:
         return text
     return f"{text[:width]}... ({len(text):,} characters)"
+
+
+class Fenced(CoopError):
+    """A writer whose lease epoch is no longer current (a successor took the ledger):
+    it writes nothing, sends nothing, and steps down. The message says so in one line."""

@@ -68,6 +68,9 @@ class CommandBase:
         self.actor = actor
         # Envelope ids become frames' msg_id; tests and snapshots inject a fixed sequence.
         self.new_id = new_id or (lambda: str(uuid.uuid4()))
+        # The lease epoch this process sends under (coop_engine/lease.py), set by the
+        # coordinator that holds the lease; None in a process that holds none.
+        self.epoch: int | None = None
 
     # --- the command frame -------------------------------------------------------------
 

@@ -259,6 +259,45 @@ class Setting(BaseModel):
         table_name = "engine_settings"
 
 
+class Lease(BaseModel):
+    """The coordinator's lease on the ledger (coop_engine/lease.py): one row, whose epoch
+    rises by one at each takeover; its times are the database's clock, never a Mac's."""
+
+    name = pw.TextField(primary_key=True)
+    epoch = pw.IntegerField()
+    pid = pw.IntegerField()
+    host = pw.TextField()
+    by = pw.TextField()
+    seconds = pw.DoubleField()  # the lease's length, as its holder renews it
+    # The holder holds the ledger's session lock (flock, advisory lock) too: while it
+    # does, a lock found free says the holder is gone, before its lease runs out.
+    session_lock = pw.BooleanField(default=False)
+    started_at = pw.DoubleField()
+    renewed_at = pw.DoubleField()
+    expires_at = pw.DoubleField()
+    # The holder the last takeover fenced out: whatever it still tries to send is refused.
+    fenced_pid = pw.IntegerField(null=True)
+    fenced_host = pw.TextField(null=True)
+    fenced_epoch = pw.IntegerField(null=True)
+
+    class Meta:
+        table_name = "engine_lease"
+
+
+class Standby(BaseModel):
+    """A coordinator that waits for the lease (`coop serve --standby`), as it last said."""
+
+    host = pw.TextField()
+    pid = pw.IntegerField()
+    since = pw.DoubleField()
+    seen_at = pw.DoubleField()
+    seconds = pw.DoubleField()  # how often it says so: a third of its lease
+
+    class Meta:
+        table_name = "engine_standbys"
+        primary_key = pw.CompositeKey("host", "pid")
+
+
 TABLES: list[type[BaseModel]] = [
     Todo,
     Session,
@@ -272,4 +311,6 @@ TABLES: list[type[BaseModel]] = [
     Event,
     Notification,
     Setting,
+    Lease,
+    Standby,
 ]

@@ -17,11 +17,21 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from textual import work
 from textual.app import App
 
+from coop_engine import lease
 from coop_engine.db import ledger_fault
 from coop_engine.engine import Engine
 from coop_engine.errors import CoopError
 from coop_engine.formats import one_line
-from coop_engine.loop.claim import NONE, RUNNING, STOPPED, Claimed, Look, ago, ledger_claim
+from coop_engine.loop.claim import (
+    NONE,
+    RUNNING,
+    STOPPED,
+    WHO,
+    Claimed,
+    Look,
+    ago,
+    ledger_claim,
+)
 from coop_engine.loop.office import Office
 
 
@@ -87,7 +97,8 @@ class Coordination(App[None]):
             if self._coordinator is not None and self._server is not None:
                 holder = self._server.claim.holder
                 if self._coordinator.is_alive() and holder is not None:
-                    return truth_of(Look(RUNNING, holder), self.office.name, now)
+                    leased = lease.read(self._server.engine.db)
+                    return truth_of(Look(RUNNING, holder, leased), self.office.name, now)
                 return Truth(
                     STOPPED,
                     "coordinator in this app stopped: deliveries are not moving",
@@ -183,7 +194,8 @@ class Truth:
 
 
 def truth_of(look: Look, office: str, now: float) -> Truth:
-    """The coordinator in the header's few words: running (who, last pass N s ago),
+    """The coordinator in the header's few words: running (who, with the lease's epoch
+    and how long since it was renewed when the ledger has one; last pass N s ago),
     stopped (who, N s ago: deliveries are not moving) or none (watch only)."""
     holder = look.holder
     # The record is a file anyone with the home can write: one line, whatever it says.
@@ -191,8 +203,17 @@ def truth_of(look: Look, office: str, now: float) -> Truth:
     if look.state == RUNNING:
         passed = holder.last_pass_at if holder else None
         last = "no pass yet" if passed is None else f"last pass {ago(now, passed)}"
-        words = f"coordinator running: {named}, {last}"
-        return Truth(RUNNING, words, f"running, {last}", "running")
+        held = look.lease
+        if held is None:
+            words = f"coordinator running: {named}, {last}"
+            return Truth(RUNNING, words, f"running, {last}", "running")
+        # The lease says who may send, and under which epoch: a takeover raises it.
+        if holder is None or (holder.pid, holder.host) != (held.pid, held.host):
+            where = "" if held.host == office else f" on {held.host}"
+            named = one_line(f"{WHO.get(held.by, held.by)} (pid {held.pid}{where})")
+        leased = f"epoch {held.epoch}, lease renewed {held.age:.0f} s ago"
+        words = f"coordinator running: {named}, {last}, {leased}"
+        return Truth(RUNNING, words, f"running, {last}, epoch {held.epoch}", "running")
     if look.state == STOPPED and holder is not None:
         seen = ago(now, look.last_sign_of_life() or holder.started_at)
         return Truth(

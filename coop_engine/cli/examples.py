@@ -39,7 +39,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "chief": ("coop chief show", "coop chief set reviewer"),
     "chief set": ("coop chief set reviewer",),
     "chief show": ("coop chief show",),
-    "serve": ("coop serve", "coop serve --interval 10"),
+    "serve": ("coop serve", "coop serve --interval 10", "coop serve --standby --lease 15"),
     "tick": ("coop tick", "coop tick --at 1790000000"),
     "chats": ("coop chats", "coop chats --host laptop --json"),
     "hosts": ("coop hosts", "coop hosts --json"),

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from coop_engine.cli.addressing import Chat
     from coop_engine.cli.client import Side
     from coop_engine.cli.output import Column
+    from coop_engine.errors import Conflict
+    from coop_engine.loop.claim import Holder
     from coop_engine.loop.desk import Desk
     from hosts.fleet import Fleet
 
@@ -277,12 +279,23 @@ def chief_show(args: argparse.Namespace) -> int:
 
 
 def serve(args: argparse.Namespace) -> int:
+    from coop_engine.loop.claim import ledger_claim
     from coop_engine.loop.serve import Server, stamped
+    from coop_engine.loop.standby import serve_standing_by
 
     home = coop_home()
     fleet = _fleet()
     engine = Engine(open_ledger(home))
-    return Server(engine, fleet, home, stamped(print_line), pass_interval=args.interval).run()
+    claim = ledger_claim(engine.db)
+    claim.seconds = args.lease
+    log = stamped(print_line)
+
+    def new_server() -> Server:
+        return Server(engine, fleet, home, log, pass_interval=args.interval, claim=claim)
+
+    if args.standby:
+        return serve_standing_by(new_server, claim, fleet.office, log)
+    return new_server().run()
 
 
 def print_line(line: str) -> None:
@@ -401,20 +414,45 @@ def tick(args: argparse.Namespace) -> int:
 def _tick_here(fleet: Fleet, at: float | None) -> None:
     """A pass by this process over its own fleet, as of `at` (now when None). Refused
     while a coordinator holds the ledger's claim without answering on this home's hub:
-    its Macs may be others than this process's."""
+    its Macs may be others than this process's.
+
+    Its intents to send are fenced as a coordinator's are: on a ledger with a lease
+    (a coordinator held it, or a standby waits for it) the pass takes the lease for
+    itself, raising its epoch, so a holder that hung and wakes is fenced out and a
+    standby waits for the pass; on a ledger never leased it sends under NO_LEASE, and is
+    fenced out (exit 1, one line) if a coordinator takes the lease meanwhile."""
     import time
 
-    from coop_engine.errors import Conflict
-    from coop_engine.loop.claim import RUNNING, ledger_claim
+    from coop_engine.lease import NO_LEASE
+    from coop_engine.loop.claim import RUNNING, Claimed, ledger_claim
     from coop_engine.loop.coordinator import Coordinator
 
     engine = Engine(open_ledger(coop_home()), clock=(lambda: at) if at is not None else time.time)
-    look = ledger_claim(engine.db).look()
+    claim = ledger_claim(engine.db)
+    look = claim.look()
     if look.state == RUNNING:
-        holder = look.holder
-        named = f"{holder.who} (pid {holder.pid} on {holder.host})" if holder else "a coordinator"
-        raise Conflict(
-            f"{named} is running on this ledger and does not answer on this home's hub:"
-            " coop tick runs no second pass beside it"
-        )
-    Coordinator(engine, fleet.hosts).tick()
+        raise _running_beside(look.holder)
+    if look.lease is None:
+        engine.epoch = NO_LEASE
+        Coordinator(engine, fleet.hosts).tick()
+        return
+    try:
+        claim.take(fleet.office, "tick")
+    except Claimed as held:
+        raise _running_beside(held.holder) from None
+    engine.epoch = claim.epoch
+    try:
+        Coordinator(engine, fleet.hosts).tick()
+    finally:
+        claim.release()
+
+
+def _running_beside(holder: Holder | None) -> Conflict:
+    """The one line `coop tick` says beside a coordinator it cannot ask."""
+    from coop_engine.errors import Conflict
+
+    named = f"{holder.who} (pid {holder.pid} on {holder.host})" if holder else "a coordinator"
+    return Conflict(
+        f"{named} is running on this ledger and does not answer on this home's hub:"
+        " coop tick runs no second pass beside it"
+    )

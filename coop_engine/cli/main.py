@@ -251,6 +251,18 @@ def _serve(sub: Subparsers) -> None:
         default=30.0,
         help="the longest this machine's chats go unsurveyed when nothing changes (default 30 s)",
     )
+    serve.add_argument(
+        "--standby",
+        action="store_true",
+        help="when another coordinator holds the ledger, wait and take over once its lease lapses",
+    )
+    serve.add_argument(
+        "--lease",
+        type=arguments.interval,
+        default=15.0,
+        metavar="SECONDS",
+        help="the lease this coordinator renews every third of (default 15 s)",
+    )
     serve.set_defaults(handler=_ledger("serve"))
 
 

@@ -1,7 +1,8 @@
 """`coop status`: whether a coordinator runs on this ledger, and the envelopes by state.
 
-Running means the ledger's claim is held now, as its lock answers; the heartbeat only
-says who holds it and when it last passed, or, once the holder is gone, how long ago.
+Running means the ledger's claim is held now, as its lease and lock answer; the
+heartbeat only says who holds it and when it last passed, or, once the holder is gone,
+how long ago. The lease line names its epoch, who it fenced out and who stands by.
 """
 
 from __future__ import annotations
@@ -29,4 +30,7 @@ def status(args: argparse.Namespace) -> int:
     # The record is a file anyone with the home can write: one line, whatever it says.
     print(f"coordinator  {one_line(look.sentence(time.time()))}")
     print("envelopes    " + ", ".join(f"{count} {state}" for state, count in counts.items()))
+    leased = look.lease_line()
+    if leased is not None:
+        print(f"lease        {one_line(leased)}")
     return 0

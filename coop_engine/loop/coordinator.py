@@ -13,7 +13,7 @@ from peewee import JOIN
 
 from coop_engine import backoff, identity, pacing
 from coop_engine.engine import Engine
-from coop_engine.errors import CoopError
+from coop_engine.errors import CoopError, Fenced
 from coop_engine.loop.doors.claude import ClaudeDoor
 from coop_engine.loop.doors.codex import CodexDoor
 from coop_engine.loop.surveyed import Surveyed
@@ -189,6 +189,8 @@ class Coordinator:
         on; anything else is a bug and stops it."""
         try:
             act(row)
+        except Fenced:
+            raise  # a successor holds the ledger: this coordinator steps down
         except (CoopError, HostsError) as refusal:
             self._refused(row.id[:8], phase, refusal)
 

@@ -52,7 +52,7 @@ from watchdog.observers import Observer
 
 from coop_engine.db import LedgerError, is_sqlite, ledger_fault
 from coop_engine.engine import Engine
-from coop_engine.errors import CoopError
+from coop_engine.errors import CoopError, Fenced
 from coop_engine.formats import iso
 from coop_engine.home import ensure_home
 from coop_engine.loop.adoption import AdoptionPass
@@ -182,6 +182,7 @@ class Server:
         self.notifier = notifier if notifier is not None else Notifier(fleet.notify)
         self._told_upto: int | None = None  # the last event the notifier was shown
         self.failure: str | None = None  # why the coordinator stopped on its own, if it did
+        self.stepped_down = False  # it lost the ledger to another coordinator
         self.workers = {
             name: MacWorker(
                 name,
@@ -257,12 +258,16 @@ class Server:
         """Take the ledger's claim for this process (`by`: serve, or app) and record it.
         Claimed, naming the holder, when another coordinator holds the ledger."""
         self.claim.take(self.fleet.office, by)
+        # Every intent to send carries the lease's epoch, and the renewer that finds the
+        # lease lost stops this coordinator at once.
+        self.engine.epoch = self.claim.epoch
+        self.claim.on_lost = self._crashed
         self._beat()
 
     def run(self) -> int:
         """Serve in the main thread, holding the ledger's claim, until SIGTERM or Ctrl-C
         (0). Claimed when another coordinator holds the ledger; 1 when serve stopped on
-        an error in Coop itself, or lost its claim."""
+        an error in Coop itself, or lost its claim (fenced out by a successor)."""
         self.take("serve")
         signal.signal(signal.SIGTERM, self.stop)
         signal.signal(signal.SIGINT, self.stop)
@@ -285,12 +290,19 @@ class Server:
                 raise self.crash
             return True
         except Claimed as lost:
+            self.stepped_down = True
             self.failure = f"the claim on this ledger was lost: {lost}"
             self.log(f"stopped: {self.failure}")
+        except Fenced as lost:
+            self.stepped_down = True
+            self.failure = str(lost)
+            self.log(f"stepped down: {self.failure}")
         except Exception as error:
             self.failure = "".join(traceback.format_exception(error))
             self.log(f"stopped by an error in Coop itself:\n{self.failure.rstrip()}")
         finally:
+            self.engine.epoch = None
+            self.claim.on_lost = None
             self.claim.release()
         return False
 
@@ -358,7 +370,7 @@ class Server:
         from what was committed. Anything else is a bug in Coop, and propagates."""
         try:
             step()
-        except Claimed:
+        except (Claimed, Fenced):
             raise  # another coordinator has the ledger now: this one must stop
         except Exception as error:
             told = refused(what, error, also)

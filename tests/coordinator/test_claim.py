@@ -108,6 +108,14 @@ def test_status_says_none_then_running_then_stopped_after_a_sigkill(
         "host": None,
         "started_at": None,
         "last_pass_at": None,
+        # The lease's fields (issue 31), added to the contract: none before any lease.
+        "holder": None,
+        "epoch": None,
+        "lease_seconds": None,
+        "lease_age": None,
+        "lease_lapsed": None,
+        "fenced_out": None,
+        "standbys": [],
     }
     assert nobody["counts"] == {
         "pending": 1,
@@ -149,8 +157,7 @@ def test_a_heartbeat_is_not_a_ledger_write_to_serve_s_watch(tmp_path: Path) -> N
     """serve wakes on writes to the ledger's files; a heartbeat there would wake it after
     every pass, for ever. inotify reports a folder's events in order: once the sentinel
     written after the beat is seen, every event of the beat was seen before it."""
-    open_ledger(tmp_path)
-    claim = SqliteClaim(tmp_path / "coop.db")
+    claim = SqliteClaim(open_ledger(tmp_path))
     claim.take("office", "serve")
     seen: list[str] = []
     wake = threading.Event()

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from servekit import Ledger, Serve, until
 
+from coop_engine.db import open_ledger
 from coop_engine.loop.claim import SqliteClaim
 
 OUTSIDE_STATE = ("COOP_HOME", "COOP_DATABASE_URL", "PIPPA_COOP_SESSION", "PIPPA_COOP_HOST")
@@ -59,7 +60,7 @@ def failing_serve(ledger: Ledger, tmp_path: Path, cause: str) -> tuple[Serve, Pa
 
 def passes_after(ledger: Ledger, count: int) -> None:
     """Wait until serve has made `count` more passes (each beats the heartbeat)."""
-    claim = SqliteClaim(ledger.home / "coop.db")
+    claim = SqliteClaim(open_ledger(ledger.home))
     beats: set[float | None] = set()
 
     def beaten() -> bool:

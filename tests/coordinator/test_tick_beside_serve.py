@@ -6,6 +6,7 @@ that holds the ledger's claim without answering on the home's hub is not passed 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import threading
@@ -13,11 +14,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from officekit import Office
 from servekit import code_under_test
 from waiting import wait_until
 
-from coop_engine.loop.claim import ledger_claim
+from coop_engine import lease
+from coop_engine.errors import Fenced
+from coop_engine.lease import NO_LEASE, Claimant
+from coop_engine.loop.claim import Holder, ledger_claim
 from coop_engine.loop.serve import Server
 from hosts.fleet import Fleet
 from hosts.mac.local import LocalHost
@@ -93,3 +98,78 @@ def test_tick_beside_a_coordinator_that_does_not_answer_on_the_hub_is_refused(
     assert chat.frames() == []
     (row,) = office.engine.db.execute_sql("SELECT state FROM engine_outbox").fetchall()
     assert row == ("pending",)
+
+
+def test_tick_on_a_leased_ledger_nobody_serves_takes_the_lease_and_fences_the_old_holder(
+    office: Office,
+) -> None:
+    """A coordinator that hung (its lease held, its lock gone with no one to renew it)
+    and a `coop tick` by hand: the tick's pass takes the lease at the next epoch, so the
+    hung holder's intents are fenced out once it wakes, and the tick delivers."""
+    chat = office.macs["office"].start()
+    todo = office.engine.add_todo("Tick under the lease")["id"]
+    office.engine.invite(todo, chat.ref, "office")
+    hung = Claimant(4242, "office", "serve")
+    first = lease.take(office.engine.db, None, hung, 60.0, holder_gone=False, session_lock=True)
+    assert first == 1
+    # Its record, as its heartbeat left it: `coop status` names it.
+    ledger_claim(office.engine.db)._write(Holder(4242, "office", "serve", time.time()))
+    done = subprocess.run(
+        [COOP, "tick"],
+        capture_output=True,
+        text=True,
+        env=office.env() | code_under_test(),
+        timeout=60,
+    )
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    wait_until(chat.frames, "the tick's frame read by its chat")
+    seen = lease.read(office.engine.db)
+    assert seen is not None
+    assert (seen.epoch, seen.by, seen.lapsed) == (2, "tick", True)  # taken, then let go
+    assert seen.fenced == {"pid": 4242, "host": "office", "epoch": 1}
+    status = subprocess.run(
+        [COOP, "status"],
+        capture_output=True,
+        text=True,
+        env=office.env() | code_under_test(),
+        timeout=60,
+    )
+    said = status.stdout.splitlines()
+    assert re.match(
+        r"coordinator  stopped: coop serve, pid 4242 on office \(fenced out at lease epoch 1 "
+        r"by pid \d+ on office: it sends nothing\), last seen ",
+        said[0],
+    ), status.stdout
+    assert "; fenced out: pid 4242 on office (epoch 1)" in said[2], status.stdout
+    office.engine.epoch = first  # the hung holder, awake: its next intent writes nothing
+    second = office.engine.add_todo("After the tick")["id"]
+    outbox = office.engine.invite(second, chat.ref, "office")["outbox"]
+    with pytest.raises(Fenced):
+        office.engine.mark_uncertain(outbox, {})
+
+
+def test_tick_on_a_ledger_never_leased_is_fenced_once_a_coordinator_takes_the_lease(
+    office: Office,
+) -> None:
+    """On a ledger no coordinator ever leased, a tick sends under NO_LEASE: it goes
+    through while there is still no lease, and is fenced out once there is one."""
+    chat = office.macs["office"].start()
+    todo = office.engine.add_todo("Tick with no lease")["id"]
+    office.engine.invite(todo, chat.ref, "office")
+    done = subprocess.run(
+        [COOP, "tick"],
+        capture_output=True,
+        text=True,
+        env=office.env() | code_under_test(),
+        timeout=60,
+    )
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    wait_until(chat.frames, "the tick's frame read by its chat")
+    assert lease.read(office.engine.db) is None  # a tick leaves a ledger it found unleased so
+    office.engine.epoch = NO_LEASE
+    second = office.engine.add_todo("A coordinator arrives")["id"]
+    outbox = office.engine.invite(second, chat.ref, "office")["outbox"]
+    serve = Claimant(4343, "office", "serve")
+    lease.take(office.engine.db, None, serve, 60.0, holder_gone=False, session_lock=True)
+    with pytest.raises(Fenced, match="took this ledger's lease"):
+        office.engine.mark_uncertain(outbox, {})

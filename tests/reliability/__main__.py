@@ -1,7 +1,9 @@
 """`make reliability`: python -m tests.reliability [--kills N] [--seed S]
 
 Prints `RELIABILITY kills=<n> lost=<n> duplicated=<n> unsent_looking=<n>` and a detail
-line; exits 1 when any invariant was broken."""
+line, then the standby run's `RELIABILITY standby takeovers=<n> lost=<n> duplicated=<n>`
+(tests/reliability/standby.py; `--standby-rounds 0` leaves it out); exits 1 when any
+invariant was broken."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # simchat, as under pytest
 
+from tests.reliability import standby  # noqa: E402
 from tests.reliability.harness import Harness  # noqa: E402
 
 
@@ -20,6 +23,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.reliability")
     parser.add_argument("--kills", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--standby-rounds", type=int, default=20)
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="coop-reliability-"))
     try:
@@ -34,7 +38,8 @@ def main() -> int:
             print(f"{name}: {' '.join(ids[:20])}", file=sys.stderr)
     for problem in report.integrity[:5]:
         print(f"integrity: {problem}", file=sys.stderr)
-    return 0 if report.ok else 1
+    standing = standby.run(args.standby_rounds, args.seed) if args.standby_rounds else 0
+    return 0 if report.ok and standing == 0 else 1
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ claim over; its own coordinator's end is said too."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -96,6 +97,21 @@ def test_watching_a_serve_that_was_sigkilled_says_it_stopped_and_deliveries_wait
         assert not coordinator_threads()  # watch only: it never coordinates
 
     drive(app, script)
+
+
+def test_the_header_names_the_lease_s_holder_its_epoch_and_how_long_since_it_renewed(
+    home: Path, serve: subprocess.Popen[bytes]
+) -> None:
+    app = app_over(home, "none")
+
+    async def script(pilot: Pilot[None]) -> None:
+        named = f"coordinator running: coop serve (pid {serve.pid}), last pass "
+        leased = re.compile(re.escape(named) + r"\d+ s ago, epoch 1, lease renewed \d+ s ago")
+        await until(pilot, lambda: leased.search(flat(screen_text(app))), DEADLINE, named)
+        assert leased.fullmatch(app.coordinator_words[0]), app.coordinator_words
+        assert re.fullmatch(r"running, last pass \d+ s ago, epoch 1", app.coordinator_words[1])
+
+    drive(app, script, size=(160, 30))
 
 
 def test_an_app_in_auto_attaches_to_serve_and_takes_the_claim_over_when_serve_dies(

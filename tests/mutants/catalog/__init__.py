@@ -16,6 +16,7 @@ from . import (
     oracle,
     policy,
     scale,
+    standby,
     web,
 )
 
@@ -33,4 +34,5 @@ MUTANTS: tuple[Mutant, ...] = (
     *faces.MUTANTS,
     *web.MUTANTS,
     *scale.MUTANTS,
+    *standby.MUTANTS,
 )

@@ -98,16 +98,18 @@ MUTANTS = (
         "            return False\n",
         (
             "tests/coordinator/test_one_claim.py::test_a_held_claim_refuses_a_second_taker_until_it_is_let_go",  # noqa: E501
+            "tests/coordinator/test_one_claim.py::test_a_held_flock_refuses_a_taker_even_once_the_lease_lapsed",  # noqa: E501
         ),
     ),
     Mutant(
         "claim-taken-though-held",
         "the one-coordinator claim: a claimed ledger is refused, naming its holder",
         CLAIM,
-        "        while not self._lock():\n",
-        "        while not (self._lock() or True):\n",
+        "        if not locked and self.lock_required:\n",
+        "        if False:\n",
         (
             "tests/coordinator/test_one_claim.py::test_a_held_claim_refuses_a_second_taker_until_it_is_let_go",  # noqa: E501
+            "tests/coordinator/test_one_claim.py::test_a_held_flock_refuses_a_taker_even_once_the_lease_lapsed",  # noqa: E501
         ),
     ),
     Mutant(
