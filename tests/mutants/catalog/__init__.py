@@ -15,6 +15,7 @@ from . import (
     obligations,
     oracle,
     policy,
+    start,
     web,
 )
 
@@ -31,4 +32,5 @@ MUTANTS: tuple[Mutant, ...] = (
     *oracle.MUTANTS,
     *faces.MUTANTS,
     *web.MUTANTS,
+    *start.MUTANTS,
 )
