@@ -2,7 +2,8 @@
 it uses and nothing more (issue 32, item 1): a command that only reads or writes the
 ledger never loads the fleet, ssh, Codex, the app or the file watcher; `coop chats`
 never loads the ledger, the app or the watcher, nor the hub's socket module when no
-coordinator serves the home; `--version` and `completion` load neither ledger nor fleet.
+coordinator serves the home; `--version` and `completion` load neither ledger nor fleet,
+nor the formatter of chats' text.
 
 Each command runs in a new interpreter under `-X importtime`, which names every module
 it imported, so nothing this test process has loaded can hide one.
@@ -104,3 +105,6 @@ def test_version_and_completion_load_neither_ledger_nor_fleet(
     modules = imported_by(coop_home, tmp_path, *command)
     assert "coop_engine.cli.main" in modules
     assert sorted(modules & (FLEET_AND_FACES | {"peewee", "coop_engine.loop.hub"})) == []
+    # `eval "$(coop completion bash)"` runs in every new shell: nor the formatter of
+    # chats' text (dataclasses costs milliseconds), which only a refusal needs.
+    assert sorted(modules & {"coop_engine.formats", "dataclasses"}) == []
