@@ -14,9 +14,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from uuid import uuid4
 
 import pytest
+
+from tests.refusing import RefusingChat
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -38,6 +42,22 @@ FLEET_AND_FACES = {
     "coop_engine.loop.serve",
 }
 APP_AND_WATCHER = {"coop_tui", "textual", "rich", "watchdog", "coop_engine.loop.serve"}
+# What `coop chats` never loads on a Mac without Codex (each costs milliseconds of every
+# call): Codex's readers and sqlite3, hashlib (only a pass digests), dataclasses with
+# inspect, typing (types are for the checker), threading (one Mac is asked in the
+# caller's thread) and subprocess (Linux reads /proc; macOS's one `ps` imports it then).
+NOT_FOR_A_LISTING = {
+    "hosts.mac.codex",
+    "hosts.mac.codex_door",
+    "hosts.mac.codex_records",
+    "sqlite3",
+    "hashlib",
+    "dataclasses",
+    "inspect",
+    "typing",
+    "threading",
+    "subprocess",
+}
 
 LEDGER_COMMANDS = [
     ("todo", "list", "--json"),
@@ -54,7 +74,8 @@ LEDGER_COMMANDS = [
 
 def imported_by(home: Path, tmp_path: Path, *args: str) -> set[str]:
     """Every module `python -m coop_engine.cli --home HOME ARGS` imported; the command
-    must succeed. The chats it could list are in empty folders of the test's own."""
+    must succeed. The chats it could list are in folders of the test's own (a Codex
+    home only when the test made `tmp_path/codex`)."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(tmp_path),
@@ -108,3 +129,32 @@ def test_version_and_completion_load_neither_ledger_nor_fleet(
     # `eval "$(coop completion bash)"` runs in every new shell: nor the formatter of
     # chats' text (dataclasses costs milliseconds), which only a refusal needs.
     assert sorted(modules & {"coop_engine.formats", "dataclasses"}) == []
+
+
+@pytest.fixture
+def a_live_chat(tmp_path: Path) -> Iterator[None]:
+    """One live chat in the test's Claude folder, so `coop chats` has a row to print."""
+    sessions = tmp_path / "claude" / "sessions"
+    chat = RefusingChat(sessions, Path(f"/tmp/coop-start-{os.getpid()}"), tmp_path, str(uuid4()))
+    try:
+        yield
+    finally:
+        chat.close()
+
+
+@pytest.mark.parametrize("output", [("--json",), ()], ids=["json", "table"])
+@pytest.mark.usefixtures("a_live_chat")
+def test_coop_chats_on_a_mac_without_codex_loads_no_codex_sqlite_hashlib_or_dataclasses(
+    coop_home: Path, tmp_path: Path, output: tuple[str, ...]
+) -> None:
+    modules = imported_by(coop_home, tmp_path, "chats", *output)
+    assert "hosts.mac.codex_home" in modules  # Codex's home was looked for, and is not there
+    assert sorted(modules & NOT_FOR_A_LISTING) == []
+    # A table's cells go through the formatter; JSON escapes what a chat wrote itself.
+    assert ("coop_engine.formats" in modules) == (output == ())
+
+
+def test_coop_chats_on_a_mac_with_codex_reads_its_threads(coop_home: Path, tmp_path: Path) -> None:
+    (tmp_path / "codex").mkdir()
+    modules = imported_by(coop_home, tmp_path, "chats", "--json")
+    assert {"hosts.mac.codex", "hosts.mac.codex_records"} <= modules
