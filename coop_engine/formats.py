@@ -8,7 +8,6 @@ through `printable` (or `one_line` in a table cell), never as markup.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
 if TYPE_CHECKING:
@@ -53,17 +52,35 @@ def one_line(text: str) -> str:
 # --- transcript entries --------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class EntryLine:
     """One transcript line as a person reads it. `mark` is one of: `peer` (an entry
     another session sent), `final` (a turn's final), `held` (a held-peer notice),
     `skipped` (not a JSON object), or empty."""
 
-    offset: int
-    mark: str
-    kind: str
-    excerpt: str
-    timestamp: str | None = None
+    # A plain class rather than a dataclass: `coop chats` prints through this module, and
+    # importing dataclasses (and inspect) costs more than the rest of its imports.
+    __slots__ = ("offset", "mark", "kind", "excerpt", "timestamp")
+
+    def __init__(
+        self, offset: int, mark: str, kind: str, excerpt: str, timestamp: str | None = None
+    ) -> None:
+        self.offset = offset
+        self.mark = mark
+        self.kind = kind
+        self.excerpt = excerpt
+        self.timestamp = timestamp
+
+    def _fields(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, EntryLine) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return f"EntryLine{self._fields()!r}"
 
 
 def _excerpt(entry: dict[str, Any], width: int | None) -> str:

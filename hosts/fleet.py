@@ -29,7 +29,6 @@ when a Mac is configured: `coop chats` on a lone Mac stays as cheap as before.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from hosts.mac.host import Host, HostsError
@@ -70,12 +69,24 @@ class FleetError(HostsError):
     """fleet.toml cannot be used; the message names the file and the line."""
 
 
-@dataclass(frozen=True)
 class Notify:
     """Which events reach Dad outside the app; quiet: none."""
 
-    on: tuple[str, ...] = NOTIFY_EVENTS
-    quiet: bool = False
+    # A plain class: `coop chats` loads this module, and dataclasses costs milliseconds.
+    __slots__ = ("on", "quiet")
+
+    def __init__(self, on: tuple[str, ...] = NOTIFY_EVENTS, quiet: bool = False) -> None:
+        self.on = on
+        self.quiet = quiet
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Notify) and (self.on, self.quiet) == (other.on, other.quiet)
+
+    def __hash__(self) -> int:
+        return hash((self.on, self.quiet))
+
+    def __repr__(self) -> str:
+        return f"Notify(on={self.on!r}, quiet={self.quiet!r})"
 
 
 class Fleet:

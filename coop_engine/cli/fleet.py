@@ -10,7 +10,6 @@ import argparse
 import sys
 
 from coop_engine.cli.output import print_rows
-from coop_engine.formats import entry_lines, one_line, printable
 from coop_engine.naming import short_ids
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
@@ -54,6 +53,9 @@ def codeman_cell(found: dict[str, Any] | None) -> str | None:
 
 
 def warn(message: str) -> None:
+    # The formatter is imported where text is printed: `coop chats --json` prints none.
+    from coop_engine.formats import one_line
+
     print(f"coop: warning: {one_line(message)}", file=sys.stderr)
 
 
@@ -66,7 +68,10 @@ def _ask(op: str, args: dict[str, Any], direct: Callable[[Desk], Any]) -> tuple[
 
 
 def _via(rows: list[dict[str, Any]], via: str) -> list[dict[str, Any]]:
-    return [{**row, "via": via} for row in rows]
+    """The rows, each saying how it came (in place: the rows are this command's own)."""
+    for row in rows:
+        row["via"] = via
+    return rows
 
 
 def live_chats(host: str | None) -> tuple[dict[str, Any], str]:
@@ -75,7 +80,8 @@ def live_chats(host: str | None) -> tuple[dict[str, Any], str]:
     found, via = _ask("chats", {"host": host}, lambda desk: desk.chats(host))
     rows = found["rows"]
     shorts = short_ids(str(row["session_id"]) for row in rows)
-    found["rows"] = [{**row, "short_id": shorts[str(row["session_id"])]} for row in rows]
+    for row in rows:  # in place: the rows are this command's own
+        row["short_id"] = shorts[str(row["session_id"])]
     return found, via
 
 
@@ -107,6 +113,8 @@ def chat_show(args: argparse.Namespace) -> int:
     for warning in found["warnings"]:
         warn(warning)
     if "missing" in found:
+        from coop_engine.formats import one_line
+
         print(f"coop: {one_line(found['missing'])}", file=sys.stderr)
         return 1
     view = {**found["view"], "via": via}
@@ -140,6 +148,8 @@ def _chat_to_show(ref: str, host: str | None) -> tuple[str, str | None]:
 
 def _print_chat(view: dict[str, Any]) -> None:
     import json
+
+    from coop_engine.formats import entry_lines, printable
 
     out = sys.stdout
     chat = view["chat"]

@@ -434,20 +434,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv = [*(["--home", args.home] if args.home else []), "tui"]
         args = _parse(argv)
         handler = args.handler
-    from coop_engine.cli.output import one_line
     from coop_engine.errors import BadInput, CoopError
     from hosts.mac.errors import HostsError
 
     try:
         return handler(args)
     except BadInput as error:
-        print(f"coop: {one_line(str(error))}", file=sys.stderr)
+        _say(str(error))
         return 2
     except (CoopError, HostsError) as error:
-        print(f"coop: {one_line(str(error))}", file=sys.stderr)
+        _say(str(error))
         return 1
     except UsageError as error:
-        print(f"coop: {one_line(str(error))}", file=sys.stderr)
+        _say(str(error))
         return 2
     except KeyboardInterrupt:
         return 130
@@ -457,8 +456,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         fault = _ledger_fault(error)
         if fault is None:
             raise  # a bug: its traceback is what a report needs
-        print(f"coop: {one_line(fault)}", file=sys.stderr)
+        _say(fault)
         return 1
+
+
+def _say(refusal: str) -> None:
+    """The one line a refused command prints on stderr."""
+    # Imported only to say it: the formatter loads dataclasses, which a command that
+    # prints no chat's text (`coop completion`, sourced by every new shell) never needs.
+    from coop_engine.formats import one_line
+
+    print(f"coop: {one_line(refusal)}", file=sys.stderr)
 
 
 SIGPIPE_STATUS = 128 + 13

@@ -6,20 +6,11 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 
-from coop_engine.formats import one_line
-
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
     Column = tuple[str, Callable[[dict[str, Any]], Any]]
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return "-"
-    # A table row is one line whatever a chat wrote.
-    return one_line(str(value))
 
 
 def print_rows(
@@ -36,8 +27,15 @@ def print_rows(
     if not rows:
         out.write("(none)\n")
         return
+    # The formatter is loaded for a table only: in JSON, json escapes what a chat wrote.
+    from coop_engine.formats import one_line
+
+    def cell(value: Any) -> str:
+        # A table row is one line whatever a chat wrote.
+        return "-" if value is None else one_line(str(value))
+
     table = [[name for name, _ in columns]]
-    table += [[_cell(get(row)) for _, get in columns] for row in rows]
+    table += [[cell(get(row)) for _, get in columns] for row in rows]
     widths = [max(len(line[i]) for line in table) for i in range(len(columns))]
     for line in table:
         out.write(

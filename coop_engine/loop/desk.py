@@ -19,28 +19,29 @@ raised here and comes back as the reply's error, in the same words.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
-
 from coop_engine.errors import Conflict, CoopError
 from coop_engine.loop import survey
 from hosts.fleet import Fleet
 from hosts.mac.host import Host, HostError
 
-if TYPE_CHECKING:  # the ledger is loaded only by a command: `coop chats` never opens it
+TYPE_CHECKING = False  # typing costs milliseconds of every `coop hosts` and `coop chats`
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any, Protocol
+
+    # The ledger is loaded only by a command: `coop chats` never opens it.
     from coop_engine.engine import Engine
 
+    class Running(Protocol):
+        """The running coordinator, as the commands answered here need it (loop/serve.py)."""
 
-class Running(Protocol):
-    """The running coordinator, as the commands answered here need it (loop/serve.py)."""
+        engine: Engine
 
-    engine: Engine
+        def pass_now(self) -> dict[str, Any]:
+            """A pass on every Mac, begun after the call and waited for."""
 
-    def pass_now(self) -> dict[str, Any]:
-        """A pass on every Mac, begun after the call and waited for."""
-
-    def adopt_now(self) -> list[dict[str, Any]]:
-        """The adoption pass, now."""
+        def adopt_now(self) -> list[dict[str, Any]]:
+            """The adoption pass, now."""
 
 
 TICK_AT_REFUSED = (

@@ -22,7 +22,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import socket
 import stat
 import sys
 import time
@@ -35,6 +34,7 @@ from hosts.mac.native import NativeRefusal, private_socket
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
 if TYPE_CHECKING:
     import selectors
+    import socket
     import threading
     from collections.abc import Callable
     from typing import Any
@@ -97,6 +97,7 @@ class Hub:
         listens on (a SIGKILLed coordinator's) is replaced."""
         # Imported here: the CLI imports this module for `ask` on every fleet command.
         import selectors
+        import socket
         import tempfile
         import threading
 
@@ -177,6 +178,8 @@ class Hub:
             raise HubError(f"cannot start the hub at {self.path}: {error.strerror}") from None
         if not stat.S_ISSOCK(info.st_mode):
             raise HubError(f"cannot start the hub at {self.path}: it exists and is not a socket")
+        import socket
+
         probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         probe.settimeout(PROBE_TIMEOUT)
         try:
@@ -280,6 +283,9 @@ def _exchange(home: Path, op: str, args: dict[str, Any], timeout: float) -> dict
         private_socket(path)
     except NativeRefusal:
         return None
+    # Only now: socket.py costs milliseconds, and a home nobody serves has no socket.
+    import socket
+
     request = _encode({"op": op, "args": args})
     deadline = time.monotonic() + timeout
     client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

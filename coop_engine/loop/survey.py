@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 
-from coop_engine.formats import iso
 from coop_engine.naming import codeman, label
 from coop_engine.policy import inbound_policy
 from hosts.mac.host import Host, HostError
@@ -82,6 +81,8 @@ def asking(name: str) -> dict[str, Any]:
 
 def health_row(name: str, clock: Clock = time.time) -> dict[str, Any]:
     """A Mac's `coop hosts` row before it answered: not reachable, nothing counted."""
+    from coop_engine.formats import iso  # `coop chats` prints no time: not loaded for it
+
     return {
         "name": name,
         "reachable": False,
@@ -137,6 +138,8 @@ def survey_host(
         listing = host.chats(with_policy=True, codex=True)
     except (HostError, NativeRefusal) as error:
         cause = error.cause if isinstance(error, HostError) else str(error)
+        from coop_engine.formats import iso
+
         return {**row, "reachable": False, "reason": cause, "checked_at": iso(clock())}
     row["chats"] = [predicted(chat) for chat in listing["chats"]]
     threads = listing["codex"]["threads"]

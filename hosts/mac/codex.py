@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hosts.mac.codex_home import no_home_listing
 from hosts.mac.codex_records import (
     META_FIELDS,
     index_entries,
@@ -34,12 +35,6 @@ from hosts.mac.codex_records import (
 
 ROLLOUT_NAME = re.compile(r"rollout-(\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d)-(.+?)\.jsonl(\.zst)?")
 INDEX = "session_index.jsonl"
-
-
-def default_codex_home() -> Path:
-    """``$CODEX_HOME`` when set and not empty, otherwise ``~/.codex`` (user expanded)."""
-    configured = os.environ.get("CODEX_HOME")
-    return Path(configured or "~/.codex").expanduser()
 
 
 @dataclass
@@ -78,6 +73,9 @@ def thread_list(codex_home: str | Path) -> dict[str, Any]:
     listed in ``skipped`` as ``{"file" or "source": ..., "reason": ...}``; nothing raises.
     """
     home = Path(codex_home).expanduser()
+    absent = no_home_listing(home)
+    if absent is not None:
+        return absent
     skipped: list[dict[str, Any]] = []
     found = _collect(home, None, skipped)
     threads = [_thread(tid, f) for tid, f in sorted(found.items(), reverse=True)]

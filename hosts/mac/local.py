@@ -7,11 +7,12 @@ returns JSON-able values and touches only the standard library.
 from __future__ import annotations
 
 import os
-import threading
 import time
+from _thread import allocate_lock
 from pathlib import Path
 
 from hosts.mac import native, survey, transcripts
+from hosts.mac.codex_home import default_codex_home, no_home_listing
 from hosts.mac.host import OPERATIONS, Host, HostError, NativeRefusal
 from hosts.mac.platforms import Platform, current_platform
 from hosts.mac.settings import SettingsReader, default_config_dir
@@ -47,7 +48,9 @@ class LocalHost(Host):
         self._long_polls: set[str] = set()  # whose watch files this host keeps
         self._watcher: Any = None  # hosts.mac.watch.Watcher, made on the first long-poll
         self._app: Any = None  # hosts.mac.codex_door.AppServer, while envelopes are in flight
-        self._app_lock = threading.Lock()  # one request at a time on its stdio, any thread
+        # One request at a time on its stdio, from any thread. threading.Lock is this same
+        # lock, and importing threading costs `coop chats` most of a millisecond.
+        self._app_lock = allocate_lock()
 
     def call(self, op: str, **args: Any) -> Any:
         if op not in OPERATIONS:
@@ -176,13 +179,15 @@ class LocalHost(Host):
     # --- adoption, health ------------------------------------------------------
 
     def _codex_home(self) -> str:
-        from hosts.mac import codex
-
         # Absolute: the app-server runs with its own working directory.
-        return os.path.abspath(self.codex_home or codex.default_codex_home())
+        return os.path.abspath(self.codex_home or default_codex_home())
 
     def _op_codex_threads(self) -> dict[str, Any]:
-        """The thread list, each thread saying whether it is `open` now (held)."""
+        """The thread list, each thread saying whether it is `open` now (held). A Mac
+        without Codex answers without loading what reads Codex's records."""
+        absent = no_home_listing(self._codex_home())
+        if absent is not None:
+            return absent
         from hosts.mac import codex, codex_door
 
         listing = codex.thread_list(self._codex_home())

@@ -53,8 +53,9 @@ class Platform(ABC):
         without taking one: a probe lock would make the thread's holder fail to open."""
 
 
-def _proc_stat_fields(pid: int) -> list[str] | None:
-    """Fields 3.. of /proc/<pid>/stat; the command name may hold spaces and parentheses."""
+def _proc_stat_fields(pid: int) -> list[bytes] | None:
+    """Fields 3.. of /proc/<pid>/stat, undecoded (a listing reads one field of fifty);
+    the command name, before them, may hold spaces and parentheses."""
     try:
         fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
     except OSError:
@@ -65,8 +66,7 @@ def _proc_stat_fields(pid: int) -> list[str] | None:
         return None
     finally:
         os.close(fd)
-    _, _, rest = raw.rpartition(b")")
-    return rest.decode("ascii", "replace").split()
+    return raw.rpartition(b")")[2].split()
 
 
 class LinuxPlatform(Platform):
@@ -78,8 +78,9 @@ class LinuxPlatform(Platform):
         for pid in pids:
             fields = _proc_stat_fields(pid)
             # A zombie (state Z) still has its start time, but it has exited: not live.
-            if fields is not None and len(fields) > 19 and fields[0] != "Z":
-                found[pid] = fields[19]  # field 22: start time in clock ticks since boot
+            if fields is not None and len(fields) > 19 and fields[0] != b"Z":
+                # Field 22: the start time in clock ticks since boot.
+                found[pid] = fields[19].decode("ascii", "replace")
         return found
 
     def birth_matches(self, entry: Mapping[str, Any], birth: str) -> bool:

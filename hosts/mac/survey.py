@@ -14,7 +14,6 @@ its `end` says where the next survey resumes, and `more` asks for that survey no
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -31,12 +30,16 @@ ENVELOPE_KEYS = ("id", "session_id", "offset", "needles")
 
 
 def _digest(value: Any) -> str:
+    import hashlib  # only a pass digests: `coop chats` loads this module and never does
+
     return hashlib.sha1(json.dumps(value, sort_keys=True).encode()).hexdigest()
 
 
 def live_mark(pids: Iterable[int]) -> str:
     """Which registered chats are live, in a few characters: a survey's and a long-poll's
     reading of liveness compare equal exactly when the same chats live."""
+    import hashlib
+
     return hashlib.sha1(",".join(sorted(str(pid) for pid in pids)).encode()).hexdigest()[:16]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from functools import lru_cache
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
 if TYPE_CHECKING:
@@ -22,6 +23,7 @@ MAX_NAME = 200
 SAFE_SESSION_ID = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
 
 
+@lru_cache(maxsize=256)  # a listing asks once per chat, and chats share a few folders
 def escape_cwd(cwd: str) -> str:
     """The project folder name Claude Code derives from a working directory."""
     name = re.sub(r"[^a-zA-Z0-9]", "-", cwd)

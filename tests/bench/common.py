@@ -63,12 +63,16 @@ def report(
     maximum: float | None = None,
     **fields: Any,
 ) -> bool:
-    """Print the BENCH line; returns whether the ratio meets its bound."""
+    """Print the BENCH line; returns whether the ratio meets its bound. A line with
+    neither bound is a figure reported beside a bounded one: it prints no `bound=`."""
     parts = [f"BENCH name={name}", f"ratio={ratio:.2f}"]
     parts += [
         f"{key}={value:.4g}" if isinstance(value, float) else f"{key}={value}"
         for key, value in fields.items()
     ]
+    if minimum is None and maximum is None:
+        print(" ".join(parts), flush=True)
+        return True
     ok = (minimum is None or ratio >= minimum) and (maximum is None or ratio <= maximum)
     bound = f">={minimum}" if minimum is not None else f"<={maximum}"
     parts.append(f"bound={bound} {'ok' if ok else 'MISSED'}")

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from hosts.mac.codex import default_codex_home, find_thread, is_thread_id, thread_list
+from hosts.mac.codex import find_thread, is_thread_id, thread_list
+from hosts.mac.codex_home import default_codex_home
 
 from .conftest import SimCodex
 

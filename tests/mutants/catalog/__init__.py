@@ -17,6 +17,7 @@ from . import (
     policy,
     scale,
     standby,
+    start,
     web,
 )
 
@@ -35,4 +36,5 @@ MUTANTS: tuple[Mutant, ...] = (
     *web.MUTANTS,
     *scale.MUTANTS,
     *standby.MUTANTS,
+    *start.MUTANTS,
 )

@@ -113,7 +113,7 @@ MUTANTS = (
         "birth-pin-zombie-is-live",
         "the birth pin: a zombie has exited, whatever its start time says (Linux)",
         PLATFORMS,
-        'fields is not None and len(fields) > 19 and fields[0] != "Z":',
+        'fields is not None and len(fields) > 19 and fields[0] != b"Z":',
         "fields is not None and len(fields) > 19:",
         (f"{REGISTRY}::test_a_zombie_is_not_live_on_either_platform",),
     ),
