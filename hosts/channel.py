@@ -5,6 +5,13 @@ the payload and `hello`, then one JSON request line per call, and reads the answ
 line. A helper that died is started again on the next call; a request it did not answer
 in time ends that helper, so a late answer can never be taken for the next one.
 
+The call that starts a helper sends its own request with the payload and `hello`, in the
+same write, when the operation only reads (`PIPELINED`): the helper answers requests in
+order and answers any request before a good `hello` with "hello must come first", so the
+first answer costs one round trip less than hello and then the request. An operation
+that writes on the Mac (a frame sent, Codex's queue changed) waits for the hello's answer
+first: a Mac whose hello is not accepted here is never asked to write.
+
 Two budgets: `timeout` for starting the helper (connecting, shipping the payload), and
 `deadline` for each request after that. An operation that waits by design (the `watch`
 long-poll) is given its own wait on top of the deadline.
@@ -32,6 +39,30 @@ ERROR_TAIL = 4096
 # The largest answer a helper gives is a transcript read of 8 MiB or a tail of 16 MiB,
 # JSON-escaped; a line longer than this is a Mac that cannot be trusted, not an answer.
 LONGEST_ANSWER = 64 << 20
+# The operations that only read on the Mac: the first call of a new helper sends one of
+# these with the hello (see the module's docstring); any other waits for the hello's answer.
+PIPELINED = frozenset(
+    {
+        "chats",
+        "survey",
+        "health",
+        "watch",
+        "target",
+        "registry_entry",
+        "policy_inputs",
+        "transcript_position",
+        "transcript_scan",
+        "transcript_read",
+        "transcript_tail",
+        "codex_threads",
+        "find_session",
+        "codex_position",
+        "codex_queued",
+        "rollout_scan",
+        "rollout_read",
+        "rollout_tail",
+    }
+)
 # Errors the helper raised that mean the caller asked wrongly, as LocalHost raises them.
 CALLER_ERRORS: dict[str, type[Exception]] = {"ValueError": ValueError, "TypeError": TypeError}
 
@@ -111,7 +142,14 @@ class HelperClient:
         if op not in OPERATIONS:
             raise ValueError(f"unknown host operation {op!r}")  # as LocalHost, before I/O
         with self._lock:
-            return self._request(self._ready(), op, args)
+            stream = self._stream
+            if stream is not None and stream.alive():
+                return self._request(stream, op, args)
+            first = (op, args) if op in PIPELINED else None
+            stream, sent = self._start(first)
+            if sent is None:
+                return self._request(stream, op, args)
+            return self._answer(stream, op, args, sent)
 
     def running(self) -> bool:
         """Whether a helper is running now (the next call starts one otherwise)."""
@@ -134,38 +172,59 @@ class HelperClient:
         if stream is not None:
             stream.close(broken)
 
-    def _ready(self) -> Stream:
-        """The running helper, started anew when there is none or it died."""
-        if self._stream is not None and self._stream.alive():
-            return self._stream
+    def _start(self, first: tuple[str, dict[str, Any]] | None) -> tuple[Stream, int | None]:
+        """A new helper: the payload, `hello` and, when given, the `first` request sent
+        in one write; the hello's answer read. The stream, and the id `first` was sent
+        with (None when there was none), whose answer is still to be read."""
         self._drop()
         payload = bundle.payload()
         stream = self.opener(len(payload))
         self._stream = stream
+        hello: dict[str, Any] = {"name": self.name, "protocol": PROTOCOL}
+        if self.codex is not None:
+            hello["codex"] = self.codex
+        lines = [self._line("hello", hello)]
+        if first is not None:
+            lines.append(self._line(*first))
         try:
-            stream.send(payload, self.timeout)
-            hello = {"name": self.name, "protocol": PROTOCOL}
-            if self.codex is not None:
-                hello["codex"] = self.codex
-            self.hello = self._request(stream, "hello", hello, starting=True)
+            stream.send(payload + b"".join(line for _, line in lines), self.timeout)
         except OSError:
             cause = self._died("hello", stream, starting=True)
             self._drop(broken=True)
             raise HostError(self.name, cause) from None
-        return stream
-
-    def _request(
-        self, stream: Stream, op: str, args: dict[str, Any], starting: bool = False
-    ) -> Any:
-        self._next_id += 1
-        request_id = self._next_id
-        line = json.dumps({"id": request_id, "op": op, "args": args}, separators=(",", ":"))
         try:
-            stream.send(line.encode() + b"\n", self.timeout if starting else self.deadline)
+            self.hello = self._answer(stream, "hello", hello, lines[0][0], starting=True)
+        except (HostError, NativeRefusal, ValueError, TypeError):
+            self._drop()  # a helper that did not take its hello answers nothing more
+            raise
+        return stream, lines[1][0] if first is not None else None
+
+    def _line(self, op: str, args: dict[str, Any]) -> tuple[int, bytes]:
+        """The next request's id and its line."""
+        self._next_id += 1
+        line = json.dumps({"id": self._next_id, "op": op, "args": args}, separators=(",", ":"))
+        return self._next_id, line.encode() + b"\n"
+
+    def _request(self, stream: Stream, op: str, args: dict[str, Any]) -> Any:
+        request_id, line = self._line(op, args)
+        try:
+            stream.send(line, self.deadline)
         except OSError:
-            cause = self._died(op, stream, starting)  # ask how it ended before closing it
+            cause = self._died(op, stream, False)  # ask how it ended before closing it
             self._drop(broken=True)
             raise HostError(self.name, cause) from None
+        return self._answer(stream, op, args, request_id)
+
+    def _answer(
+        self,
+        stream: Stream,
+        op: str,
+        args: dict[str, Any],
+        request_id: int,
+        starting: bool = False,
+    ) -> Any:
+        """The answer to the request `request_id` sent on `stream`: its result checked,
+        a refusal, or HostError."""
         budget = self.timeout if starting else self.deadline + waits(op, args)
         reply = self._read_reply(stream, op, starting, budget)
         if reply.get("id") != request_id:
