@@ -26,7 +26,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 
 from hosts import bundle, shapes
-from hosts.mac.host import OPERATIONS, Host, HostError
+from hosts.mac.host import OPERATIONS, Host, HostError, HostsError
 from hosts.mac.native import NativeRefusal
 
 TYPE_CHECKING = False
@@ -139,17 +139,39 @@ class HelperClient:
 
     def call(self, op: str, args: dict[str, Any]) -> Any:
         """Answer one operation on the Mac: its result, a NativeRefusal, or HostError."""
-        if op not in OPERATIONS:
-            raise ValueError(f"unknown host operation {op!r}")  # as LocalHost, before I/O
+        [answer] = self._exchange([(op, args)])
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    def call_many(self, requests: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+        """Several reads (PIPELINED) sent in one write and answered in order, in one
+        round trip: each its result, or the error it raised (a refusal; HostError when
+        the helper could not answer it)."""
+        for op, _ in requests:
+            if op not in PIPELINED:
+                raise ValueError(f"{op!r} is not a read: it is asked on its own")
+        return self._exchange(requests)
+
+    def _exchange(self, requests: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+        """Each request's result or error, the requests sent together (with the payload
+        and hello too, when they start a helper and are all reads)."""
+        for op, _ in requests:
+            if op not in OPERATIONS:
+                raise ValueError(f"unknown host operation {op!r}")  # as LocalHost, before I/O
         with self._lock:
-            stream = self._stream
-            if stream is not None and stream.alive():
-                return self._request(stream, op, args)
-            first = (op, args) if op in PIPELINED else None
-            stream, sent = self._start(first)
-            if sent is None:
-                return self._request(stream, op, args)
-            return self._answer(stream, op, args, sent)
+            try:
+                stream = self._stream
+                if stream is None or not stream.alive():
+                    together = all(op in PIPELINED for op, _ in requests)
+                    stream, ids = self._start(requests if together else [])
+                    if not together:
+                        ids = self._send(stream, requests)
+                else:
+                    ids = self._send(stream, requests)
+            except (HostsError, ValueError, TypeError) as error:
+                return [error] * len(requests)
+            return self._answers(stream, requests, ids)
 
     def running(self) -> bool:
         """Whether a helper is running now (the next call starts one otherwise)."""
@@ -172,10 +194,10 @@ class HelperClient:
         if stream is not None:
             stream.close(broken)
 
-    def _start(self, first: tuple[str, dict[str, Any]] | None) -> tuple[Stream, int | None]:
-        """A new helper: the payload, `hello` and, when given, the `first` request sent
-        in one write; the hello's answer read. The stream, and the id `first` was sent
-        with (None when there was none), whose answer is still to be read."""
+    def _start(self, first: list[tuple[str, dict[str, Any]]]) -> tuple[Stream, list[int]]:
+        """A new helper: the payload, `hello` and the `first` requests sent in one
+        write; the hello's answer read. The stream, and the ids `first` was sent with,
+        whose answers are still to be read."""
         self._drop()
         payload = bundle.payload()
         stream = self.opener(len(payload))
@@ -183,21 +205,20 @@ class HelperClient:
         hello: dict[str, Any] = {"name": self.name, "protocol": PROTOCOL}
         if self.codex is not None:
             hello["codex"] = self.codex
-        lines = [self._line("hello", hello)]
-        if first is not None:
-            lines.append(self._line(*first))
+        hello_id, hello_line = self._line("hello", hello)
+        lines = [self._line(op, args) for op, args in first]
         try:
-            stream.send(payload + b"".join(line for _, line in lines), self.timeout)
+            stream.send(payload + hello_line + b"".join(line for _, line in lines), self.timeout)
         except OSError:
             cause = self._died("hello", stream, starting=True)
             self._drop(broken=True)
             raise HostError(self.name, cause) from None
         try:
-            self.hello = self._answer(stream, "hello", hello, lines[0][0], starting=True)
-        except (HostError, NativeRefusal, ValueError, TypeError):
+            self.hello = self._answer(stream, "hello", hello, hello_id, starting=True)
+        except (HostsError, ValueError, TypeError):
             self._drop()  # a helper that did not take its hello answers nothing more
             raise
-        return stream, lines[1][0] if first is not None else None
+        return stream, [request_id for request_id, _ in lines]
 
     def _line(self, op: str, args: dict[str, Any]) -> tuple[int, bytes]:
         """The next request's id and its line."""
@@ -205,15 +226,35 @@ class HelperClient:
         line = json.dumps({"id": self._next_id, "op": op, "args": args}, separators=(",", ":"))
         return self._next_id, line.encode() + b"\n"
 
-    def _request(self, stream: Stream, op: str, args: dict[str, Any]) -> Any:
-        request_id, line = self._line(op, args)
+    def _send(self, stream: Stream, requests: list[tuple[str, dict[str, Any]]]) -> list[int]:
+        """The requests' lines, in one write to a running helper; their ids."""
+        lines = [self._line(op, args) for op, args in requests]
         try:
-            stream.send(line, self.deadline)
+            stream.send(b"".join(line for _, line in lines), self.deadline)
         except OSError:
-            cause = self._died(op, stream, False)  # ask how it ended before closing it
+            cause = self._died(requests[0][0], stream, False)  # how it ended, before closing
             self._drop(broken=True)
             raise HostError(self.name, cause) from None
-        return self._answer(stream, op, args, request_id)
+        return [request_id for request_id, _ in lines]
+
+    def _answers(
+        self, stream: Stream, requests: list[tuple[str, dict[str, Any]]], ids: list[int]
+    ) -> list[Any]:
+        """The answers to requests sent on `stream`, in order; once the helper is ended
+        (a broken answer, no answer), the requests after get that error too."""
+        answers: list[Any] = []
+        ended: HostError | None = None
+        for (op, args), request_id in zip(requests, ids, strict=True):
+            if ended is not None:
+                answers.append(ended)
+                continue
+            try:
+                answers.append(self._answer(stream, op, args, request_id))
+            except (HostsError, ValueError, TypeError) as error:
+                answers.append(error)
+                if self._stream is not stream and isinstance(error, HostError):
+                    ended = error
+        return answers
 
     def _answer(
         self,
@@ -310,6 +351,9 @@ class HelperHost(Host):
 
     def call(self, op: str, **args: Any) -> Any:
         return self.client.call(op, args)
+
+    def read_together(self, requests: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+        return self.client.call_many(requests)
 
     def long_poller(self) -> Host:
         client = self.client

@@ -104,6 +104,11 @@ class Surveyed(Host):
                 return chunk if chunk is not None else _nothing_yet(args["offset"], key[4])
         return self.host.call(op, **args)
 
+    def read_together(self, requests: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+        if any(op in SCANS.values() for op, _ in requests):
+            return super().read_together(requests)  # each scan answered from the survey, once
+        return self.host.read_together(requests)
+
     def long_poller(self) -> Host:
         return self.host.long_poller()
 

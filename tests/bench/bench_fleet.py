@@ -175,7 +175,28 @@ def latencies(rig: Rig, targets: list[tuple[str, SimChat]], timeout: float = 60.
     return [found.get(host, float("inf")) for host in returned]
 
 
+FLEET_RECEIPT_WORST = 0.25  # seconds, at 40 ms round trip, with one Mac hung as well
+
+
 def fleet_receipt_latency() -> bool:
+    """A receipt on another Mac: 4 Macs at 40 ms round trip, each receiver invited at once
+    (`coop invite`), then again with one Mac hung (its proxy SIGSTOPped): the seconds
+    from `coop invite` returning to fact 3 in the ledger. The baseline is the same on
+    the office's own Mac, plus one round trip.
+
+    Where the time goes (traced per request, two Macs, two busy cores): the news of the
+    invitation reaches the Mac's worker 20 to 30 ms after `coop invite` returns (the
+    ledger's file event; the loop's MIN_PASS_GAP and the hub are not on this path, and
+    the worker does not wait); then four round trips, each 45 to 55 ms with the
+    helper's own work: the pass's survey; the two readings of the receiver, its policy
+    inputs and its transcript's end, asked together (four round trips before, one each:
+    0.12 s of the 0.35 s measured then); the send, after the intent is recorded; and
+    the observe step's read of the transcript, which finds the peer entry the chat wrote
+    30 ms after the frame arrived. Between them, 5 to 12 ms of the office's own
+    work (the intent's commit, fsynced). A chat slower to write than that read is found
+    by the survey that follows the pass, one round trip later. A hung Mac costs the
+    others nothing: each Mac has its own worker.
+    """
     rig = Rig(count=4, chats=25, delay=0.02)
     try:
         with rig.serving():
@@ -192,18 +213,18 @@ def fleet_receipt_latency() -> bool:
     finally:
         rig.stop()
     worst_up, worst_hung = max(up), max(hung)
-    goal = worst_up <= 1.0 and worst_hung <= 1.0
+    goal = worst_up <= FLEET_RECEIPT_WORST and worst_hung <= FLEET_RECEIPT_WORST
     return (
         report(
             "fleet_receipt_latency",
             max(worst_up, worst_hung) / baseline,
-            maximum=round(1.0 / baseline, 2),  # the goal, 1.0 s, as a ratio
+            maximum=round(FLEET_RECEIPT_WORST / baseline, 2),  # the goal as a ratio
             worst_s=worst_up,
             median_s=statistics.median(up),
             hung_worst_s=worst_hung,
             hung_median_s=statistics.median(hung),
             baseline_s=baseline,
-            goal="worst<=1.0s " + ("ok" if goal else "MISSED"),
+            goal=f"worst<={FLEET_RECEIPT_WORST}s " + ("ok" if goal else "MISSED"),
         )
         and goal
     )

@@ -41,6 +41,8 @@ class MemoryStream(Stream):
         self.skip -= dropped
         ops = ["payload"] if dropped else []
         for raw in data[dropped:].splitlines():
+            if self.dead:
+                break  # a dead helper reads no more
             request = json.loads(raw)
             self.requests.append(request)
             ops.append(request["op"])
@@ -145,6 +147,35 @@ def test_a_read_sent_with_a_refused_hello_is_not_answered_and_the_helper_is_ende
     assert stream.turns[0] == "payload+hello+chats"
     assert stream.helper.host is None  # the chats request was never run
     assert stream.closed == [False]
+
+
+def test_reads_asked_together_go_in_one_write_and_each_gets_its_own_answer() -> None:
+    opener = Opener()
+    client = HelperClient("laptop", opener, timeout=1)
+    client.call("health", {})
+    target, health = client.call_many([("target", {"session_id": "nobody"}), ("health", {})])
+    assert isinstance(target, NativeRefusal) and target.detail == "no registry entry"
+    assert health["host"] == "laptop"
+    (stream,) = opener.streams
+    assert stream.turns == ["payload+hello+health", "answer", "target+health", "answer"]
+
+
+def test_a_write_is_never_asked_together() -> None:
+    opener = Opener()
+    client = HelperClient("laptop", opener, timeout=1)
+    with pytest.raises(ValueError, match="not a read"):
+        client.call_many([("health", {}), ("codex_queue_add", {})])
+    assert opener.streams == []
+
+
+def test_reads_asked_together_after_a_helper_died_mid_answer_all_fail_with_its_cause() -> None:
+    opener = Opener({"chats": "die"})
+    client = HelperClient("laptop", opener, timeout=1)
+    answers = client.call_many([("health", {}), ("chats", {}), ("health", {})])
+    assert answers[0]["host"] == "laptop"
+    assert [str(a) for a in answers[1:]] == [
+        "laptop: helper crashed during chats (exit status 137: Killed)"
+    ] * 2
 
 
 def test_a_refusal_on_the_mac_is_a_native_refusal_here_with_its_detail() -> None:

@@ -400,8 +400,8 @@ MUTANTS = (
         "a Mac whose hello was not taken is never asked to write: only a read goes with the"
         " hello that starts a helper",
         "hosts/channel.py",
-        "            first = (op, args) if op in PIPELINED else None\n",
-        "            first = (op, args)\n",
+        "                    together = all(op in PIPELINED for op, _ in requests)\n",
+        "                    together = True\n",
         (
             "tests/ssh/test_channel.py::test_a_write_that_starts_a_helper_waits_for_the_hellos_answer",
         ),
@@ -411,8 +411,8 @@ MUTANTS = (
         "the first answer of a new helper costs one round trip: its read goes with the"
         " payload and the hello",
         "hosts/channel.py",
-        "            first = (op, args) if op in PIPELINED else None\n",
-        "            first = None\n",
+        "                    together = all(op in PIPELINED for op, _ in requests)\n",
+        "                    together = False\n",
         (
             "tests/ssh/test_channel.py"
             "::test_the_call_that_starts_a_helper_sends_its_read_with_the_payload_and_hello_at_once",
