@@ -10,7 +10,9 @@ same write, when the operation only reads (`PIPELINED`): the helper answers requ
 order and answers any request before a good `hello` with "hello must come first", so the
 first answer costs one round trip less than hello and then the request. An operation
 that writes on the Mac (a frame sent, Codex's queue changed) waits for the hello's answer
-first: a Mac whose hello is not accepted here is never asked to write.
+first: a Mac whose hello is not accepted here is never asked to write. Reads asked
+together (`call_many`: a send's readings before its intent) go in one write likewise,
+and are answered in order.
 
 Two budgets: `timeout` for starting the helper (connecting, shipping the payload), and
 `deadline` for each request after that. An operation that waits by design (the `watch`
@@ -39,8 +41,8 @@ ERROR_TAIL = 4096
 # The largest answer a helper gives is a transcript read of 8 MiB or a tail of 16 MiB,
 # JSON-escaped; a line longer than this is a Mac that cannot be trusted, not an answer.
 LONGEST_ANSWER = 64 << 20
-# The operations that only read on the Mac: the first call of a new helper sends one of
-# these with the hello (see the module's docstring); any other waits for the hello's answer.
+# The operations that only read on the Mac: the first call of a new helper sends these
+# with the hello, and only these are asked together; any other waits for the hello's answer.
 PIPELINED = frozenset(
     {
         "chats",
