@@ -80,12 +80,25 @@ def conversations_since(enrollment: Any, native_id: str | None) -> list[str]:
     return known[-1:]
 
 
+Processes = Sequence[tuple[Mapping[str, Any], Process]]
+
+
+def processes(entries: Sequence[Mapping[str, Any]]) -> Processes:
+    """Each live registry entry that names a process, with that process: read once for
+    a Mac and matched against each of its enrollments (`match_among`)."""
+    return [(entry, p) for entry in entries if (p := process(entry)) is not None]
+
+
 def match(enrollment: Any, entries: Sequence[Mapping[str, Any]]) -> Match | None:
     """The one live registry entry that is this enrollment's chat, or None (it exited,
     or nothing tells which). In order: its process (pid and start); else the one live
     chat in its current conversation; else a new process in its tmux pane that resumed
     one of its earlier conversations."""
-    live = [(entry, p) for entry in entries if (p := process(entry)) is not None]
+    return match_among(enrollment, processes(entries))
+
+
+def match_among(enrollment: Any, live: Processes) -> Match | None:
+    """`match`, over entries already read into their processes (`processes`)."""
     pid, birth = getattr(enrollment, "pid", None), getattr(enrollment, "birth", None)
     if pid is not None and birth is not None:
         same = [(e, p) for e, p in live if p.pid == pid and p.birth == birth]

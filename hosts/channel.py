@@ -5,6 +5,15 @@ the payload and `hello`, then one JSON request line per call, and reads the answ
 line. A helper that died is started again on the next call; a request it did not answer
 in time ends that helper, so a late answer can never be taken for the next one.
 
+The call that starts a helper sends its own request with the payload and `hello`, in the
+same write, when the operation only reads (`PIPELINED`): the helper answers requests in
+order and answers any request before a good `hello` with "hello must come first", so the
+first answer costs one round trip less than hello and then the request. An operation
+that writes on the Mac (a frame sent, Codex's queue changed) waits for the hello's answer
+first: a Mac whose hello is not accepted here is never asked to write. Reads asked
+together (`call_many`: a send's readings before its intent) go in one write likewise,
+and are answered in order.
+
 Two budgets: `timeout` for starting the helper (connecting, shipping the payload), and
 `deadline` for each request after that. An operation that waits by design (the `watch`
 long-poll) is given its own wait on top of the deadline.
@@ -19,7 +28,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 
 from hosts import bundle, shapes
-from hosts.mac.host import OPERATIONS, Host, HostError
+from hosts.mac.host import OPERATIONS, Host, HostError, HostsError
 from hosts.mac.native import NativeRefusal
 
 TYPE_CHECKING = False
@@ -32,6 +41,30 @@ ERROR_TAIL = 4096
 # The largest answer a helper gives is a transcript read of 8 MiB or a tail of 16 MiB,
 # JSON-escaped; a line longer than this is a Mac that cannot be trusted, not an answer.
 LONGEST_ANSWER = 64 << 20
+# The operations that only read on the Mac: the first call of a new helper sends these
+# with the hello, and only these are asked together; any other waits for the hello's answer.
+PIPELINED = frozenset(
+    {
+        "chats",
+        "survey",
+        "health",
+        "watch",
+        "target",
+        "registry_entry",
+        "policy_inputs",
+        "transcript_position",
+        "transcript_scan",
+        "transcript_read",
+        "transcript_tail",
+        "codex_threads",
+        "find_session",
+        "codex_position",
+        "codex_queued",
+        "rollout_scan",
+        "rollout_read",
+        "rollout_tail",
+    }
+)
 # Errors the helper raised that mean the caller asked wrongly, as LocalHost raises them.
 CALLER_ERRORS: dict[str, type[Exception]] = {"ValueError": ValueError, "TypeError": TypeError}
 
@@ -108,10 +141,39 @@ class HelperClient:
 
     def call(self, op: str, args: dict[str, Any]) -> Any:
         """Answer one operation on the Mac: its result, a NativeRefusal, or HostError."""
-        if op not in OPERATIONS:
-            raise ValueError(f"unknown host operation {op!r}")  # as LocalHost, before I/O
+        [answer] = self._exchange([(op, args)])
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    def call_many(self, requests: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+        """Several reads (PIPELINED) sent in one write and answered in order, in one
+        round trip: each its result, or the error it raised (a refusal; HostError when
+        the helper could not answer it)."""
+        for op, _ in requests:
+            if op not in PIPELINED:
+                raise ValueError(f"{op!r} is not a read: it is asked on its own")
+        return self._exchange(requests)
+
+    def _exchange(self, requests: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+        """Each request's result or error, the requests sent together (with the payload
+        and hello too, when they start a helper and are all reads)."""
+        for op, _ in requests:
+            if op not in OPERATIONS:
+                raise ValueError(f"unknown host operation {op!r}")  # as LocalHost, before I/O
         with self._lock:
-            return self._request(self._ready(), op, args)
+            try:
+                stream = self._stream
+                if stream is None or not stream.alive():
+                    together = all(op in PIPELINED for op, _ in requests)
+                    stream, ids = self._start(requests if together else [])
+                    if not together:
+                        ids = self._send(stream, requests)
+                else:
+                    ids = self._send(stream, requests)
+            except (HostsError, ValueError, TypeError) as error:
+                return [error] * len(requests)
+            return self._answers(stream, requests, ids)
 
     def running(self) -> bool:
         """Whether a helper is running now (the next call starts one otherwise)."""
@@ -134,38 +196,78 @@ class HelperClient:
         if stream is not None:
             stream.close(broken)
 
-    def _ready(self) -> Stream:
-        """The running helper, started anew when there is none or it died."""
-        if self._stream is not None and self._stream.alive():
-            return self._stream
+    def _start(self, first: list[tuple[str, dict[str, Any]]]) -> tuple[Stream, list[int]]:
+        """A new helper: the payload, `hello` and the `first` requests sent in one
+        write; the hello's answer read. The stream, and the ids `first` was sent with,
+        whose answers are still to be read."""
         self._drop()
         payload = bundle.payload()
         stream = self.opener(len(payload))
         self._stream = stream
+        hello: dict[str, Any] = {"name": self.name, "protocol": PROTOCOL}
+        if self.codex is not None:
+            hello["codex"] = self.codex
+        hello_id, hello_line = self._line("hello", hello)
+        lines = [self._line(op, args) for op, args in first]
         try:
-            stream.send(payload, self.timeout)
-            hello = {"name": self.name, "protocol": PROTOCOL}
-            if self.codex is not None:
-                hello["codex"] = self.codex
-            self.hello = self._request(stream, "hello", hello, starting=True)
+            stream.send(payload + hello_line + b"".join(line for _, line in lines), self.timeout)
         except OSError:
             cause = self._died("hello", stream, starting=True)
             self._drop(broken=True)
             raise HostError(self.name, cause) from None
-        return stream
-
-    def _request(
-        self, stream: Stream, op: str, args: dict[str, Any], starting: bool = False
-    ) -> Any:
-        self._next_id += 1
-        request_id = self._next_id
-        line = json.dumps({"id": request_id, "op": op, "args": args}, separators=(",", ":"))
         try:
-            stream.send(line.encode() + b"\n", self.timeout if starting else self.deadline)
+            self.hello = self._answer(stream, "hello", hello, hello_id, starting=True)
+        except (HostsError, ValueError, TypeError):
+            self._drop()  # a helper that did not take its hello answers nothing more
+            raise
+        return stream, [request_id for request_id, _ in lines]
+
+    def _line(self, op: str, args: dict[str, Any]) -> tuple[int, bytes]:
+        """The next request's id and its line."""
+        self._next_id += 1
+        line = json.dumps({"id": self._next_id, "op": op, "args": args}, separators=(",", ":"))
+        return self._next_id, line.encode() + b"\n"
+
+    def _send(self, stream: Stream, requests: list[tuple[str, dict[str, Any]]]) -> list[int]:
+        """The requests' lines, in one write to a running helper; their ids."""
+        lines = [self._line(op, args) for op, args in requests]
+        try:
+            stream.send(b"".join(line for _, line in lines), self.deadline)
         except OSError:
-            cause = self._died(op, stream, starting)  # ask how it ended before closing it
+            cause = self._died(requests[0][0], stream, False)  # how it ended, before closing
             self._drop(broken=True)
             raise HostError(self.name, cause) from None
+        return [request_id for request_id, _ in lines]
+
+    def _answers(
+        self, stream: Stream, requests: list[tuple[str, dict[str, Any]]], ids: list[int]
+    ) -> list[Any]:
+        """The answers to requests sent on `stream`, in order; once the helper is ended
+        (a broken answer, no answer), the requests after get that error too."""
+        answers: list[Any] = []
+        ended: HostError | None = None
+        for (op, args), request_id in zip(requests, ids, strict=True):
+            if ended is not None:
+                answers.append(ended)
+                continue
+            try:
+                answers.append(self._answer(stream, op, args, request_id))
+            except (HostsError, ValueError, TypeError) as error:
+                answers.append(error)
+                if self._stream is not stream and isinstance(error, HostError):
+                    ended = error
+        return answers
+
+    def _answer(
+        self,
+        stream: Stream,
+        op: str,
+        args: dict[str, Any],
+        request_id: int,
+        starting: bool = False,
+    ) -> Any:
+        """The answer to the request `request_id` sent on `stream`: its result checked,
+        a refusal, or HostError."""
         budget = self.timeout if starting else self.deadline + waits(op, args)
         reply = self._read_reply(stream, op, starting, budget)
         if reply.get("id") != request_id:
@@ -251,6 +353,9 @@ class HelperHost(Host):
 
     def call(self, op: str, **args: Any) -> Any:
         return self.client.call(op, args)
+
+    def read_together(self, requests: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+        return self.client.call_many(requests)
 
     def long_poller(self) -> Host:
         client = self.client

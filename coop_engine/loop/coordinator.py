@@ -132,7 +132,9 @@ class Coordinator:
                     self._step(row, phase, act)
         # An envelope sent (or settled) this pass changes what the Mac must watch: survey
         # it again now, so its transcript is watched before the receiver writes there.
-        now_in_flight = {row.id for row in self._observable(name)}
+        now_in_flight = {
+            row_id for (row_id,) in self._observable_query(name).select(Outbox.id).tuples()
+        }
         if now_in_flight != {row.id for row in in_flight}:
             view.more = True
         return True
@@ -205,7 +207,10 @@ class Coordinator:
     def _observable(self, name: str) -> list[Outbox]:
         """This Mac's uncertain sends, invitations awaiting an answer, and work being done
         (a second sighting of it is a conflict)."""
-        query = (
+        return list(self._observable_query(name))
+
+    def _observable_query(self, name: str):  # type: ignore[no-untyped-def]
+        return (
             Outbox.select(Outbox, Session, Dispatch)
             .join(Session)
             .switch(Outbox)
@@ -230,7 +235,6 @@ class Coordinator:
             )
             .order_by(Outbox.created_at, Outbox.id)
         )
-        return list(query)
 
     def cancel_stale(self) -> None:
         older = (
@@ -266,9 +270,9 @@ class Coordinator:
         managed = Session.select().where(
             (Session.mode == "managed") & (Session.vendor == "claude") & (Session.host == name)
         )
-        live = view.live()
+        live, processes = view.live(), view.processes()
         for session in list(managed):
-            found = identity.match(session, live)
+            found = identity.match_among(session, processes)
             if found is None and identity.settling(session, live):
                 continue
             if found is not None and found.how is not None:

@@ -40,6 +40,7 @@ class Surveyed(Host):
         self.surveys = 0  # answers taken, so a long-poll can tell a newer survey came
         self.queue: dict[str, dict[str, Any]] = {}  # Codex envelope -> its queue rows, open
         self._sightings: dict[Reading, dict[str, Any] | None] = {}
+        self._processes: identity.Processes | None = None  # of `live()`, read once a survey
 
     def take(self, envelopes: list[dict[str, Any]], codex: bool = False) -> None:
         """Survey the Mac for these in-flight envelopes (`{id, session_id, offset, inode,
@@ -53,6 +54,7 @@ class Surveyed(Host):
             self.entries.pop(key, None)
         for chat in answer["chats"]:
             self.entries[str(chat["pid"])] = chat
+        self._processes = None
         self.cursor = answer["cursor"]
         self.watching = answer["watch"]
         self.more = bool(answer["more"])
@@ -79,12 +81,19 @@ class Surveyed(Host):
     def chat_entry(self, enrollment: Any) -> dict[str, Any] | None:
         """The registry entry of the live process that is this enrollment's chat, as
         surveyed (coop_engine/identity.py), or None."""
-        found = identity.match(enrollment, self.live())
+        found = identity.match_among(enrollment, self.processes())
         return None if found is None else dict(found.entry)
 
     def live(self) -> list[dict[str, Any]]:
         """The registry entries of the live chats, as surveyed."""
         return [chat["entry"] for chat in self.entries.values() if chat["live"]]
+
+    def processes(self) -> identity.Processes:
+        """The live chats' entries with their processes (identity.processes), read once
+        for each survey however many enrollments are matched against them."""
+        if self._processes is None:
+            self._processes = identity.processes(self.live())
+        return self._processes
 
     def call(self, op: str, **args: Any) -> Any:
         if op in SCANS.values():
@@ -94,6 +103,11 @@ class Surveyed(Host):
                 chunk = self._sightings.pop(key)
                 return chunk if chunk is not None else _nothing_yet(args["offset"], key[4])
         return self.host.call(op, **args)
+
+    def read_together(self, requests: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+        if any(op in SCANS.values() for op, _ in requests):
+            return super().read_together(requests)  # each scan answered from the survey, once
+        return self.host.read_together(requests)
 
     def long_poller(self) -> Host:
         return self.host.long_poller()

@@ -56,6 +56,18 @@ class Host(ABC):
     def call(self, op: str, **args: Any) -> Any:
         """Run one operation of OPERATIONS with JSON-able arguments and result."""
 
+    def read_together(self, requests: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+        """Several operations that only read, each its result or the HostsError it
+        raised, in order. Here one after another; a Mac reached through a helper is
+        asked them all in one round trip (hosts/channel.py)."""
+        answers: list[Any] = []
+        for op, args in requests:
+            try:
+                answers.append(self.call(op, **args))
+            except HostsError as error:
+                answers.append(error)
+        return answers
+
     @operation
     def chats(self, with_policy: bool = False, codex: bool = False) -> dict[str, Any]:
         """Registry entries with liveness and socket verdicts, and skipped files; with

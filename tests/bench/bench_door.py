@@ -1,5 +1,5 @@
-"""Benchmarks of the Claude door: registry_scan, transcript_find, cli_list (from this
-checkout's venv and from a wheel installed into a fresh one)."""
+"""Benchmarks of the Claude door: registry_scan, discovery, transcript_find, cli_list (from
+this checkout's venv and from a wheel installed into a fresh one)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ import sys
 import tempfile
 import uuid
 from pathlib import Path
+from typing import Any
 
 from hosts.mac import native, transcripts
+from hosts.mac.local import LocalHost
 from hosts.mac.platforms import LinuxPlatform, MacPlatform
 from tests.bench.common import ROOT, LiveRegistry, median_seconds, report, run_main
 
@@ -60,6 +62,57 @@ def registry_scan() -> bool:
         chats=CHATS,
         per_chat_ms=per_chat * 1000,
         batched_ms=proc * 1000,
+    )
+
+
+def peer_style_discovery(config: Path) -> list[dict[str, Any]]:
+    """The live chats as a peer-listing tool finds them: one `ps` for every process's pid
+    and start time, then each registry file read and `json.loads`'d, kept when its pid
+    is running (seeds 000 and 003 read the registry this way)."""
+    listed = subprocess.run(
+        ["ps", "-eo", "pid=,lstart="], capture_output=True, text=True, check=True
+    ).stdout
+    running = {
+        int(pid) for pid, _, _ in (line.strip().partition(" ") for line in listed.splitlines())
+    }
+    live = []
+    for path in (config / "sessions").glob("*.json"):
+        entry = json.loads(path.read_text())
+        if entry.get("pid") in running:
+            live.append(entry)
+    return live
+
+
+def discovery() -> bool:
+    """Coop's discovery of a Mac's chats (LocalHost.chats: the registry, each chat's live
+    process and its birth, its private socket) against the peer-style listing, both at
+    CHATS chats in the same run. `with_policy_codex_ms` is what `coop chats` asks of a
+    Mac besides (each chat's predicted inbound verdict, the Codex threads), which the
+    peer-style listing does not do; `mac_one_ps_ms` is the registry scan with the Mac's
+    one `ps` instead of /proc."""
+    registry = LiveRegistry(CHATS)
+    host = LocalHost("office", config_dir=registry.config)
+    try:
+        found = host.chats()["chats"]
+        assert sum(chat["live"] for chat in found) == CHATS
+        assert len(peer_style_discovery(registry.config)) == CHATS
+        peer = median_seconds(lambda: peer_style_discovery(registry.config), repeat=9)
+        coop = median_seconds(host.chats, repeat=9)
+        full = median_seconds(lambda: host.chats(with_policy=True, codex=True), repeat=9)
+        mac = median_seconds(lambda: native.scan_registry(registry.config, MacPlatform()), repeat=5)
+    finally:
+        host.close()
+        registry.close()
+    return report(
+        "discovery",
+        coop / peer,
+        maximum=0.5,
+        chats=CHATS,
+        coop_ms=coop * 1000,
+        peer_style_ms=peer * 1000,
+        with_policy_codex_ms=full * 1000,
+        with_policy_codex_ratio=full / peer,
+        mac_one_ps_ms=mac * 1000,
     )
 
 
@@ -276,4 +329,4 @@ def _quietly(argv: list[str | Path], cwd: Path) -> str:
 
 if __name__ == "__main__":
     os.chdir(ROOT)
-    run_main([registry_scan, transcript_find, cli_list, cli_list_installed])
+    run_main([registry_scan, discovery, transcript_find, cli_list, cli_list_installed])

@@ -1,11 +1,12 @@
-"""Benchmarks of the fleet engine (issue 13): fleet_receipt_latency, fleet_pass_cost,
-idle_cost, remote_list and fleet_scale.
+"""Benchmarks of the fleet engine (issues 13 and 32): local_receipt_latency,
+fleet_receipt_latency, fleet_pass_cost, idle_cost, remote_list and fleet_scale.
 
 Macs are real sshd processes on 127.0.0.1, each behind a delaying TCP proxy of our own
 (tests/netdelay.py: this kernel has no netem), with simulated chats living there: one
 real receiver (a simulated Claude Code chat) and the rest live processes registered as
-chats. `coop serve` and `coop chats` run as real processes. Each benchmark prints its
-figures and a ratio against a baseline measured in the same run.
+chats. `coop serve` and `coop chats` run as real processes. fleet_scale's 50 Macs are
+helpers over pipes (PipeHost), and local_receipt_latency's chats live on this Mac. Each
+benchmark prints its figures and a ratio against a baseline measured in the same run.
 """
 
 from __future__ import annotations
@@ -21,8 +22,12 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
 
 from coop_engine import queries
 from coop_engine.db import open_ledger
@@ -33,7 +38,7 @@ from hosts.channel import HelperClient
 from hosts.mac.local import LocalHost
 from hosts.pipe import PipeHost
 from hosts.sim.launch import SimChat, SimFleet
-from tests.bench.common import COUNTING_SERVE, ROOT, LiveRegistry, cpu_seconds, report, run_main
+from tests.bench.common import COUNTING_SERVE, LiveRegistry, cpu_seconds, report, run_main
 from tests.netdelay import DelayProxy
 from tests.ssh.sshd_harness import SSHD, ClientKeys, Sshd, short_tmp
 
@@ -171,7 +176,28 @@ def latencies(rig: Rig, targets: list[tuple[str, SimChat]], timeout: float = 60.
     return [found.get(host, float("inf")) for host in returned]
 
 
+FLEET_RECEIPT_WORST = 0.25  # seconds, at 40 ms round trip, with one Mac hung as well
+
+
 def fleet_receipt_latency() -> bool:
+    """A receipt on another Mac: 4 Macs at 40 ms round trip, each receiver invited at once
+    (`coop invite`), then again with one Mac hung (its proxy SIGSTOPped): the seconds
+    from `coop invite` returning to fact 3 in the ledger. The baseline is the same on
+    the office's own Mac, plus one round trip.
+
+    Where the time goes (traced per request, two Macs, two busy cores): the news of the
+    invitation reaches the Mac's worker 20 to 30 ms after `coop invite` returns (the
+    ledger's file event; the loop's MIN_PASS_GAP and the hub are not on this path, and
+    the worker does not wait); then four round trips, each 45 to 55 ms with the
+    helper's own work: the pass's survey; the two readings of the receiver, its policy
+    inputs and its transcript's end, asked together (four round trips before, one each:
+    0.12 s of the 0.35 s measured then); the send, after the intent is recorded; and
+    the observe step's read of the transcript, which finds the peer entry the chat wrote
+    30 ms after the frame arrived. Between them, 5 to 12 ms of the office's own
+    work (the intent's commit, fsynced). A chat slower to write than that read is found
+    by the survey that follows the pass, one round trip later. A hung Mac costs the
+    others nothing: each Mac has its own worker.
+    """
     rig = Rig(count=4, chats=25, delay=0.02)
     try:
         with rig.serving():
@@ -188,18 +214,126 @@ def fleet_receipt_latency() -> bool:
     finally:
         rig.stop()
     worst_up, worst_hung = max(up), max(hung)
-    goal = worst_up <= 1.0 and worst_hung <= 1.0
+    goal = worst_up <= FLEET_RECEIPT_WORST and worst_hung <= FLEET_RECEIPT_WORST
     return (
         report(
             "fleet_receipt_latency",
             max(worst_up, worst_hung) / baseline,
-            maximum=round(1.0 / baseline, 2),  # the goal, 1.0 s, as a ratio
+            maximum=round(FLEET_RECEIPT_WORST / baseline, 2),  # the goal as a ratio
             worst_s=worst_up,
             median_s=statistics.median(up),
             hung_worst_s=worst_hung,
             hung_median_s=statistics.median(hung),
             baseline_s=baseline,
-            goal="worst<=1.0s " + ("ok" if goal else "MISSED"),
+            goal=f"worst<={FLEET_RECEIPT_WORST}s " + ("ok" if goal else "MISSED"),
+        )
+        and goal
+    )
+
+
+# --- a receipt on the office's own Mac ----------------------------------------------------
+
+LOCAL_CHATS = 200
+LOCAL_RECEIVERS = 40
+
+
+class Writes(FileSystemEventHandler):
+    """When inotify told a watcher of this process of each write under a folder: the
+    floor a receipt on this Mac can approach, measured on the same writes."""
+
+    def __init__(self, folder: Path) -> None:
+        self.seen: list[tuple[str, float]] = []
+        self.observer = Observer()
+        self.observer.schedule(self, str(folder), recursive=True)
+        self.observer.start()
+
+    def on_modified(self, event: FileSystemEvent) -> None:
+        self.seen.append((os.fsdecode(event.src_path), time.time()))
+
+    def first_after(self, path: Path, at: float) -> float | None:
+        """When the first write to `path` at or after `at` was told (the peer entry's
+        timestamp is cut to the millisecond, hence the millisecond's grace)."""
+        times = [t for p, t in list(self.seen) if p == str(path) and t >= at - 0.001]
+        return min(times, default=None)
+
+    def close(self) -> None:
+        self.observer.stop()
+        self.observer.join(5)
+
+
+def peer_entry_written_at(chat: SimChat, outbox_id: str) -> float:
+    """When the chat wrote the peer entry of this envelope (its own timestamp)."""
+    for entry in chat.transcript_entries():
+        if (entry.get("origin") or {}).get("msg_id") == outbox_id and "timestamp" in entry:
+            stamp = entry["timestamp"].replace("Z", "+00:00")
+            return datetime.fromisoformat(stamp).timestamp()
+    raise AssertionError(f"no peer entry for {outbox_id} in {chat.transcript}")
+
+
+def local_receipt_latency() -> bool:
+    """A receipt on the office's own Mac: 200 live chats (40 simulated receivers, the rest
+    registered live processes), one `coop serve`, and each receiver invited in turn
+    (`coop invite`, as Dad does), so each receipt is measured alone. A receipt's latency
+    is the time from the chat writing its peer entry (the entry's own timestamp) to
+    `coop serve` recording fact 3 (the envelope's `received_at`, the ledger's clock).
+    The baseline is the floor: when a watchdog observer of this process was told of the
+    same write.
+
+    Where the time goes (measured on two cores shared with other work, 200 chats, 40
+    envelopes in flight): inotify and watchdog tell of the write in 1.5 to 2 ms (the
+    baseline). Nothing on this path waits on purpose: the office's own Mac has no
+    debounce (watchdog's handler only signals its worker), the ledger loop's
+    MIN_PASS_GAP is not on it, and the hub is not involved. The rest is passes. The
+    chat writes its `enqueue` line 30 ms before its peer entry; that line wakes a pass
+    which surveys before the peer entry exists, and the peer entry's own wake then waits
+    for that pass to end, and for the whole of the next pass, whose survey sees it and
+    whose observe step records it. The pass that sent the frame goes on after the send
+    (the rest of its steps, then the survey that adds the transcript to the watch), 0.2 s
+    and more when the cores are busy, and a peer entry written meanwhile waits for it:
+    that is the worst case. So a receipt costs
+    about one pass at the median and two at worst; a pass here took 29 ms at the median
+    (17 ms after each survey's live entries are read into processes once, not once per
+    enrolled chat: 40 x 200 readings a pass before), of which the survey of 200 registry
+    entries and 40 transcripts is 10 to 13 ms.
+    """
+    rig = Rig(count=0, chats=0, delay=0.0)
+    (rig.home / "fleet.toml").unlink()  # this Mac alone
+    fillers = LiveRegistry(LOCAL_CHATS - LOCAL_RECEIVERS, config=rig.office_config)
+    receivers = [rig.office_receiver]
+    receivers += [rig.office_chats.start(*FAST) for _ in range(LOCAL_RECEIVERS - 1)]
+    writes = Writes(rig.office_config / "projects")
+    latencies, floors = [], []
+    try:
+        with rig.serving():
+            for chat in receivers:
+                outbox_id = rig.invite(chat, "office")
+                deadline = time.monotonic() + 60
+                while (received := Outbox.get_by_id(outbox_id).received_at) is None:
+                    assert time.monotonic() < deadline, f"no receipt for {outbox_id}"
+                    time.sleep(0.01)
+                written = peer_entry_written_at(chat, outbox_id)
+                latencies.append(received - written)
+                told = writes.first_after(chat.transcript, written)
+                if told is not None:
+                    floors.append(told - written)
+    finally:
+        writes.close()
+        fillers.close()
+        rig.stop()
+    median, worst = statistics.median(latencies), max(latencies)
+    floor = max(statistics.median(floors), 0.001)
+    goal = median <= 0.05 and worst <= 0.2
+    return (
+        report(
+            "local_receipt_latency",
+            median / floor,
+            maximum=round(0.05 / floor, 2),  # the goal, 0.05 s at the median, as a ratio
+            chats=LOCAL_CHATS,
+            receipts=len(latencies),
+            median_s=median,
+            worst_s=worst,
+            baseline_inotify_s=floor,
+            goal="median<=0.05s,worst<=0.2s " + ("ok" if goal else "MISSED"),
         )
         and goal
     )
@@ -209,37 +343,40 @@ def fleet_receipt_latency() -> bool:
 
 
 class Meter:
-    """Every helper request, counted by Mac and operation, with its bytes both ways."""
+    """Every helper request, counted by Mac and operation, with its bytes both ways; and
+    the round trips (reads asked together are one)."""
 
     def __init__(self) -> None:
         self.requests: Counter[tuple[str, str]] = Counter()
         self.bytes: Counter[str] = Counter()
+        self.round_trips: Counter[str] = Counter()
         self.waiting: Counter[str] = Counter()  # requests in flight now, by Mac
-        self._original = HelperClient._request
+        self._original = HelperClient._exchange
         meter = self
 
-        def counted(
-            client: HelperClient, stream: Any, op: str, args: dict[str, Any], **more: Any
-        ) -> Any:
-            meter.requests[(client.name, op)] += 1
-            meter.bytes[client.name] += len(json.dumps({"op": op, "args": args}))
+        def counted(client: HelperClient, requests: list[tuple[str, dict[str, Any]]]) -> Any:
+            for op, args in requests:
+                meter.requests[(client.name, op)] += 1
+                meter.bytes[client.name] += len(json.dumps({"op": op, "args": args}))
+            meter.round_trips[client.name] += 1
             meter.waiting[client.name] += 1
             try:
-                answer = meter._original(client, stream, op, args, **more)
+                answers = meter._original(client, requests)
             finally:
                 meter.waiting[client.name] -= 1
-            meter.bytes[client.name] += len(json.dumps(answer))
-            return answer
+            for answer in answers:
+                meter.bytes[client.name] += len(json.dumps(answer, default=str))
+            return answers
 
-        HelperClient._request = counted  # type: ignore[method-assign]
+        HelperClient._exchange = counted  # type: ignore[method-assign]
 
     def take(self) -> tuple[Counter[tuple[str, str]], Counter[str]]:
         requests, sent = self.requests, self.bytes
-        self.requests, self.bytes = Counter(), Counter()
+        self.requests, self.bytes, self.round_trips = Counter(), Counter(), Counter()
         return requests, sent
 
     def close(self) -> None:
-        HelperClient._request = self._original  # type: ignore[method-assign]
+        HelperClient._exchange = self._original  # type: ignore[method-assign]
 
 
 def _deliver(engine: Engine, outbox_id: str, chat_path: str | None) -> None:
@@ -483,68 +620,166 @@ def remote_list() -> bool:
     )
 
 
-# --- sized for more: 10 Macs x 200 chats, 1,000 envelopes in flight ---------------------
+# --- sized for more: 50 Macs x 200 chats, 1,000 envelopes in flight ---------------------
+
+SCALE_MACS = 50
+SCALE_CHATS = 200
+SCALE_IN_FLIGHT = 20  # per Mac
+SCALE_WINDOW = 30.0  # seconds of nothing changing, measured
+SCALE_SURVEYS = 900  # back to back: half an hour of passes at one every two seconds
+SCALE_WATCHES = 600  # back to back, each ended at once: more than four hours of long-polls
+
+
+def _serve_quietly(server: Any, seconds: float, helpers: list[int]) -> tuple[float, list[int]]:
+    """The office's CPU (fraction of one core: this process, which runs the coordinator)
+    over `seconds` with nothing changing, and each helper's RSS growth (kB) meanwhile."""
+    before = [_rss_kb(pid) for pid in helpers]
+    cpu = time.process_time()
+    time.sleep(seconds)
+    cpu = time.process_time() - cpu
+    return cpu / seconds, [_rss_kb(pid) - kb for pid, kb in zip(helpers, before, strict=True)]
 
 
 def fleet_scale() -> bool:
+    """50 simulated Macs x 200 chats, 20 envelopes in flight on each (1,000), served as
+    `coop serve` serves them (loop/serve.py's Server: a worker and a long-poll per Mac),
+    each Mac a helper over pipes (PipeHost) with its own registry; the 200 live
+    processes are registered on every Mac (one machine plays all 50).
+
+    Measured: the office's CPU over SCALE_WINDOW seconds with nothing changing, against
+    the same Server with the office alone (same ledger, same window); the requests each
+    Mac is asked in one pass of every Mac (`coop tick`'s pass_now), besides its
+    long-poll; every helper's RSS over that window; and one helper's RSS over
+    SCALE_SURVEYS surveys and SCALE_WATCHES long-polls run back to back (more passes
+    and long-polls than an hour between changes asks), each growth extrapolated
+    linearly to an hour.
+    """
     root = short_tmp("fs")
-    registries = [LiveRegistry(200, config=root / f"mac{i}" / "claude") for i in range(10)]
-    hosts: dict[str, Any] = {"office": LocalHost("office", config_dir=root / "office")}
-    for i, registry in enumerate(registries):
-        env = {"CLAUDE_CONFIG_DIR": str(registry.config)}
-        hosts[f"mac{i}"] = PipeHost(f"mac{i}", env=env, cwd=str(ROOT))
+    shared = LiveRegistry(SCALE_CHATS, config=root / "mac0" / "claude")
+    macs = [f"mac{i}" for i in range(SCALE_MACS)]
+    for name in macs[1:]:
+        shared.register(root / name / "claude")
+    office = LocalHost("office", config_dir=root / "office")
+    hosts: dict[str, Any] = {"office": office}
+    for name in macs:
+        hosts[name] = PipeHost(name, env={"CLAUDE_CONFIG_DIR": str(root / name / "claude")})
     engine = Engine(open_ledger(root / "home"))
     meter = Meter()
+    from coop_engine.loop.serve import Server
+    from hosts.fleet import Fleet
+
     try:
-        for i in range(len(registries)):
-            listing = hosts[f"mac{i}"].chats()["chats"]
-            for chat in listing[:100]:
-                session = f"claude:{chat['session_id']}"
+        for name in macs:
+            for chat in hosts[name].chats()["chats"][:SCALE_IN_FLIGHT]:
                 todo = engine.add_todo("At scale")["id"]
-                _deliver(engine, engine.invite(todo, session, f"mac{i}")["outbox"], None)
-        coordinator = Coordinator(engine, hosts, lambda line: None)
-        for name in hosts:
-            coordinator.pass_mac(name, engine.clock())  # the first survey is a full one
+                outbox = engine.invite(todo, f"claude:{chat['session_id']}", name)["outbox"]
+                _deliver(engine, outbox, None)
+        alone = Server(engine, Fleet("office", {"office": office}), root / "home", lambda _: None)
+        thread = alone.start_thread()
+        time.sleep(5)  # its first passes
+        baseline, _ = _serve_quietly(alone, SCALE_WINDOW, [])
+        alone.stop()
+        thread.join(30)
+        server = Server(engine, Fleet("office", hosts), root / "home", lambda line: None)
+        thread = server.start_thread()
+        time.sleep(15)  # every Mac's first pass, its long-poll outstanding
         meter.take()
-        cpu = time.process_time()
-        for name in hosts:
-            coordinator.pass_mac(name, engine.clock())
-        cpu = time.process_time() - cpu
+        pass_cpu = time.process_time()
+        passed = server.pass_now()
+        pass_cpu = time.process_time() - pass_cpu
+        trips = dict(meter.round_trips)
         requests, sent = meter.take()
-        helper_pid = hosts["mac0"].client.hello["pid"]
-        rss = [_rss_kb(helper_pid)]
-        view = coordinator.views["mac0"]
-        readings = [
-            {"id": r.id, "session_id": r.session.native_id, "offset": r.observed_offset,
-             "inode": None, "needles": [r.id]}
-            for r in mac_envelopes("mac0")
-        ]  # fmt: skip
-        for index in range(1800):  # an hour of passes, one every two seconds
-            view.take(readings)
-            if index in (899, 1799):
-                rss.append(_rss_kb(helper_pid))
+        assert all(mac["passed"] and mac["reason"] is None for mac in passed["macs"]), passed
+        helpers = [hosts[name].client.hello["pid"] for name in macs]
+        time.sleep(2)
+        cpu, grown = _serve_quietly(server, SCALE_WINDOW, helpers)
+        quiet_requests, _ = meter.take()
+        server.stop()
+        thread.join(30)
+        surveys_kb, watches_kb = _one_helper_over_time(server.coordinator, hosts["mac0"])
     finally:
         meter.close()
         for host in hosts.values():
             host.close()
-        for registry in registries:
-            registry.close()
+        shared.close()
         shutil.rmtree(root, ignore_errors=True)
-    macs = [name for name in hosts if name != "office"]
-    per_mac_requests = sum(n for (host, _), n in requests.items() if host in macs) / len(macs)
-    growth = (rss[-1] - rss[1]) / rss[1]
-    return report(
+    per_pass = [
+        sum(n for (h, op), n in requests.items() if h == name and op != "watch") for name in macs
+    ]
+    quiet = sum(n for (_, op), n in quiet_requests.items() if op != "watch")
+    hour = 3600.0 / SCALE_WINDOW
+    worst_kb_hour = max(grown) * hour
+    cpu_ok = cpu < 0.05
+    one_request = max(per_pass) == 1
+    ok = report(
         "fleet_scale",
-        growth + 1.0,
-        maximum=1.1,
-        office_cpu_s_per_pass=cpu,
-        office_core_fraction_one_pass_per_30s=cpu / 30,
-        requests_per_mac_per_pass=per_mac_requests,
+        cpu / max(baseline, 0.001),
+        maximum=round(0.05 / max(baseline, 0.001), 2),  # the goal, 5% of a core, as a ratio
+        macs=SCALE_MACS,
+        chats_per_mac=SCALE_CHATS,
+        in_flight=SCALE_MACS * SCALE_IN_FLIGHT,
+        office_core_fraction=cpu,
+        baseline_office_alone=baseline,
+        window_s=SCALE_WINDOW,
+        requests_between_changes=quiet,
+        requests_per_mac_per_pass_max=max(per_pass),
+        requests_per_mac_per_pass_min=min(per_pass),
+        round_trips_per_mac_per_pass_max=max(trips.get(name, 0) for name in macs),
         bytes_per_mac_per_pass=sum(sent[m] for m in macs) / len(macs),
-        helper_rss_kb_start=rss[0],
-        helper_rss_kb_half_hour=rss[1],
-        helper_rss_kb_hour=rss[2],
+        office_cpu_s_one_pass_every_mac=pass_cpu,
+        goal=f"cpu<5%,one_request {'ok' if cpu_ok and one_request else 'MISSED'}",
     )
+    # The worst of: one helper after its surveys, one after its long-polls, and the
+    # helper that grew most in the window, grown for an hour at that pace.
+    grown_ratio = max(
+        surveys_kb[-1] / surveys_kb[0],
+        watches_kb[-1] / watches_kb[0],
+        1 + max(0.0, worst_kb_hour) / surveys_kb[0],
+    )
+    memory = report(
+        "fleet_scale_memory",
+        grown_ratio,
+        maximum=1.1,
+        helper_rss_kb=surveys_kb[0],
+        after_surveys_kb=surveys_kb[-1],
+        long_poll_helper_rss_kb=watches_kb[0],
+        after_watches_kb=watches_kb[-1],
+        surveys=SCALE_SURVEYS,
+        watches=SCALE_WATCHES,
+        window_growth_kb_max=max(grown),
+        window_growth_kb_hour_max=worst_kb_hour,
+    )
+    return ok and cpu_ok and one_request and memory
+
+
+def _one_helper_over_time(coordinator: Coordinator, host: Any) -> tuple[list[int], list[int]]:
+    """One Mac's helper RSS (kB) before and after SCALE_SURVEYS surveys of its envelopes,
+    then after SCALE_WATCHES long-polls on a helper of their own (their RSS likewise)."""
+    view = coordinator.views["mac0"]
+    readings = [
+        {"id": r.id, "session_id": r.session.native_id, "offset": r.observed_offset,
+         "inode": None, "needles": [r.id]}
+        for r in mac_envelopes("mac0")
+    ]  # fmt: skip
+    for _ in range(5):
+        view.take(readings)  # warm: what every survey keeps is kept
+    pid = host.client.hello["pid"]
+    surveys = [_rss_kb(pid)]
+    for _ in range(SCALE_SURVEYS):
+        view.take(readings)
+    surveys.append(_rss_kb(pid))
+    poller = host.long_poller()
+    watch = view.watching
+    assert watch is not None
+    for _ in range(5):
+        poller.watch(watch["paths"], None, 0.0)
+    watcher = poller.client.hello["pid"]
+    watches = [_rss_kb(watcher)]
+    for _ in range(SCALE_WATCHES):
+        poller.watch(watch["paths"], None, 0.0)
+    watches.append(_rss_kb(watcher))
+    poller.close()
+    return surveys, watches
 
 
 def _rss_kb(pid: int) -> int:
@@ -558,7 +793,16 @@ def main() -> None:
     if os.geteuid() != 0 or not os.path.exists(SSHD):
         print("BENCH name=fleet_* skipped: needs root and /usr/sbin/sshd", flush=True)
         sys.exit(1)
-    run_main([fleet_receipt_latency, fleet_pass_cost, idle_cost, remote_list, fleet_scale])
+    run_main(
+        [
+            local_receipt_latency,
+            fleet_receipt_latency,
+            fleet_pass_cost,
+            idle_cost,
+            remote_list,
+            fleet_scale,
+        ]
+    )
 
 
 if __name__ == "__main__":

@@ -87,20 +87,29 @@ class LiveRegistry:
     def __init__(self, count: int, config: Path | None = None) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="bench", dir="/tmp"))
         self.config = config or self.root / "claude"
-        (self.config / "sessions").mkdir(parents=True, exist_ok=True)
         sockets = self.root / "s"
         sockets.mkdir(mode=0o700)
         self.processes = [subprocess.Popen(["sleep", "3600"]) for _ in range(count)]
         self.servers = []
-        project = self.config / "projects" / "-tmp"
-        project.mkdir(parents=True, exist_ok=True)
+        self.sockets: list[Path] = []
         for process in self.processes:
-            session_id = str(uuid.uuid4())
             path = sockets / f"{process.pid}.sock"
             server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             server.bind(str(path))
             os.chmod(path, 0o600)
             self.servers.append(server)
+            self.sockets.append(path)
+        self.register(self.config)
+
+    def register(self, config: Path) -> None:
+        """Register every process as a chat in `config` (a new session id each): called
+        again with another folder, the same live processes are another simulated Mac's
+        chats (that Mac's helper reads its own registry; the processes are this machine's)."""
+        (config / "sessions").mkdir(parents=True, exist_ok=True)
+        project = config / "projects" / "-tmp"
+        project.mkdir(parents=True, exist_ok=True)
+        for process, path in zip(self.processes, self.sockets, strict=True):
+            session_id = str(uuid.uuid4())
             stat = Path(f"/proc/{process.pid}/stat").read_text()
             entry = {
                 "pid": process.pid,
@@ -118,7 +127,7 @@ class LiveRegistry:
                 "status": "idle",
                 "updatedAt": int(time.time() * 1000),
             }
-            (self.config / "sessions" / f"{process.pid}.json").write_text(json.dumps(entry))
+            (config / "sessions" / f"{process.pid}.json").write_text(json.dumps(entry))
             (project / f"{session_id}.jsonl").write_text(
                 json.dumps(
                     {"type": "permission-mode", "permissionMode": "auto", "sessionId": session_id}

@@ -179,3 +179,39 @@ def test_the_host_writes_nothing_when_one_pinned_fact_differs_from_its_own_readi
     door.tick_until(lambda: msg_ids(chat) != [])
     assert msg_ids(chat) == [control_id]
     assert msg_ids(other) == []
+
+
+# --- the readings' round trips ------------------------------------------------------------
+
+
+class Asked(Host):
+    """A LocalHost that records how it was asked: each `read_together` as one group of
+    operations (one round trip to a Mac behind a helper), each other call alone."""
+
+    def __init__(self, inner: Host) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.groups: list[list[str]] = []
+
+    def call(self, op: str, **args: Any) -> Any:
+        self.groups.append([op])
+        return self.inner.call(op, **args)
+
+    def read_together(self, requests: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+        self.groups.append([op for op, _ in requests])
+        return self.inner.read_together(requests)
+
+
+def test_a_send_asks_its_two_readings_policy_and_position_in_one_round_trip(door: Door) -> None:
+    """Before a send, the two readings, the policy inputs and the transcript's end are
+    reads, asked of the Mac at once; the send (with its third reading) goes after the
+    intent, on its own."""
+    chat = door.chat()
+    outbox_id = door.invite(chat)
+    host = Asked(door.host)
+    door.use_host(host)
+    door.tick_until(lambda: msg_ids(chat) == [outbox_id])
+    readings = ["target", "target", "policy_inputs", "transcript_position"]
+    assert readings in host.groups
+    assert host.groups[host.groups.index(readings) + 1] == ["send_frame"]
+    assert ["target"] not in host.groups

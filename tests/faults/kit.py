@@ -366,6 +366,18 @@ def instrument(monkeypatch: pytest.MonkeyPatch, world: World) -> None:
             OP.reset(token)
 
     monkeypatch.setattr(host_cls, "call", call)
+    original_together = host_cls.read_together
+
+    def read_together(self: Host, requests: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+        # Reads asked together go in one write: a fault of that write is its first op's.
+        SEEN_OPS.update(op for op, _ in requests)
+        token = OP.set(requests[0][0] if requests else "")
+        try:
+            return original_together(self, requests)
+        finally:
+            OP.reset(token)
+
+    monkeypatch.setattr(host_cls, "read_together", read_together)
 
     original_command = frame.CommandBase._command
 

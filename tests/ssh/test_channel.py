@@ -10,9 +10,9 @@ import sys
 import pytest
 
 from hosts import bundle
-from hosts.channel import HelperClient, Stream
+from hosts.channel import PIPELINED, HelperClient, Stream
 from hosts.mac.helper import Helper
-from hosts.mac.host import HostError
+from hosts.mac.host import OPERATIONS, HostError
 from hosts.mac.native import NativeRefusal
 
 pytestmark = pytest.mark.ssh
@@ -30,15 +30,22 @@ class MemoryStream(Stream):
         self.dead = False
         self.flooding = 0  # bytes of one answer line still to send: 65 MiB, then its end
         self.requests: list[dict] = []
+        # What crossed the stream, in order: each write's ops ("payload" for the
+        # payload), and "answer" for each read that waited for the helper.
+        self.turns: list[str] = []
 
     def send(self, data: bytes, timeout: float) -> None:
         if self.dead:
             raise BrokenPipeError
         dropped = min(self.skip, len(data))
         self.skip -= dropped
+        ops = ["payload"] if dropped else []
         for raw in data[dropped:].splitlines():
+            if self.dead:
+                break  # a dead helper reads no more
             request = json.loads(raw)
             self.requests.append(request)
+            ops.append(request["op"])
             action = self.script.get(request["op"])
             if action == "die":
                 self.dead = True
@@ -55,15 +62,18 @@ class MemoryStream(Stream):
                 self.out += json.dumps(answer).encode() + b"\n"
             elif action != "hang":
                 self.out += self.helper.respond(raw)
+        self.turns.append("+".join(ops))
 
     def recv(self, timeout: float) -> bytes:
+        if self.turns[-1] != "answer":
+            self.turns.append("answer")
+        if self.out:  # the answers to earlier requests come first, as a helper's do
+            chunk, self.out = self.out[:7], self.out[7:]  # answers arrive in pieces
+            return chunk
         if self.flooding:
             size = min(self.flooding, 1 << 20)
             self.flooding -= size
             return b"x" * size + (b"" if self.flooding else b"\n")
-        if self.out:
-            chunk, self.out = self.out[:7], self.out[7:]  # answers arrive in pieces
-            return chunk
         if self.dead:
             return b""
         raise TimeoutError
@@ -100,6 +110,72 @@ def test_the_first_request_is_hello_with_the_macs_name_then_each_op_once() -> No
     assert [r["op"] for r in stream.requests] == ["hello", "health", "chats"]
     assert stream.requests[0]["args"]["name"] == "lap top; $(id)"
     assert [r["id"] for r in stream.requests] == [1, 2, 3]
+
+
+def test_the_call_that_starts_a_helper_sends_its_read_with_the_payload_and_hello_at_once() -> None:
+    """One round trip to the first answer, not two: the request does not wait for the
+    hello's answer (the helper answers in order, and nothing before a good hello)."""
+    opener = Opener()
+    client = HelperClient("laptop", opener, timeout=1)
+    assert client.call("chats", {"with_policy": True})["chats"] == []
+    assert client.hello is not None and client.hello["host"] == "laptop"
+    client.call("health", {})
+    (stream,) = opener.streams
+    assert stream.turns == ["payload+hello+chats", "answer", "health", "answer"]
+
+
+def test_a_write_that_starts_a_helper_waits_for_the_hellos_answer() -> None:
+    """A Mac whose hello was not taken here is never asked to write: a frame to send goes
+    only after the hello's answer was read and accepted."""
+    opener = Opener()
+    client = HelperClient("laptop", opener, timeout=1)
+    expected = {"pid": 1, "birth": "0", "socket_path": "/nowhere", "socket_inode": 1}
+    sent = client.call("send_frame", {"expected": expected, "session_id": "nobody", "line": "{}"})
+    assert sent["written"] is False
+    (stream,) = opener.streams
+    assert stream.turns[:3] == ["payload+hello", "answer", "send_frame"]
+    assert set(PIPELINED) <= set(OPERATIONS)
+    assert not PIPELINED & {"send_frame", "codex_queue_add", "codex_queue_delete"}
+
+
+def test_a_read_sent_with_a_refused_hello_is_not_answered_and_the_helper_is_ended() -> None:
+    opener = Opener()
+    client = HelperClient("", opener, timeout=1)  # a hello the helper refuses
+    with pytest.raises(HostError, match="hello failed on the Mac: BadRequest"):
+        client.call("chats", {})
+    (stream,) = opener.streams
+    assert stream.turns[0] == "payload+hello+chats"
+    assert stream.helper.host is None  # the chats request was never run
+    assert stream.closed == [False]
+
+
+def test_reads_asked_together_go_in_one_write_and_each_gets_its_own_answer() -> None:
+    opener = Opener()
+    client = HelperClient("laptop", opener, timeout=1)
+    client.call("health", {})
+    target, health = client.call_many([("target", {"session_id": "nobody"}), ("health", {})])
+    assert isinstance(target, NativeRefusal) and target.detail == "no registry entry"
+    assert health["host"] == "laptop"
+    (stream,) = opener.streams
+    assert stream.turns == ["payload+hello+health", "answer", "target+health", "answer"]
+
+
+def test_a_write_is_never_asked_together() -> None:
+    opener = Opener()
+    client = HelperClient("laptop", opener, timeout=1)
+    with pytest.raises(ValueError, match="not a read"):
+        client.call_many([("health", {}), ("codex_queue_add", {})])
+    assert opener.streams == []
+
+
+def test_reads_asked_together_after_a_helper_died_mid_answer_all_fail_with_its_cause() -> None:
+    opener = Opener({"chats": "die"})
+    client = HelperClient("laptop", opener, timeout=1)
+    answers = client.call_many([("health", {}), ("chats", {}), ("health", {})])
+    assert answers[0]["host"] == "laptop"
+    assert [str(a) for a in answers[1:]] == [
+        "laptop: helper crashed during chats (exit status 137: Killed)"
+    ] * 2
 
 
 def test_a_refusal_on_the_mac_is_a_native_refusal_here_with_its_detail() -> None:

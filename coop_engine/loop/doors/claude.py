@@ -40,13 +40,22 @@ class ClaudeDoor(Door):
             self.engine.record_refusal(row.id, paced, tried=False)
             return
         native_id = row.session.native_id
+        asked = {"session_id": native_id}
+        # Two readings of the receiver, its policy inputs and its transcript's end: reads
+        # only, asked in one round trip (the Mac makes each reading in turn); the first
+        # refusal among them refuses the send, as when they were asked one by one.
+        readings = self.host.read_together(
+            [("target", asked), ("target", asked), ("policy_inputs", asked),
+             ("transcript_position", asked)]
+        )  # fmt: skip
         try:
-            first = self.host.target(native_id)
-            second = self.host.target(native_id)
+            for answer in readings:
+                if isinstance(answer, Exception):
+                    raise answer
+            first, second, inputs, position = readings
             if first != second:
                 raise NativeRefusal(RECEIVER_CHANGED)
-            prediction = inbound_policy(self.host.policy_inputs(native_id))
-            position = self.host.transcript_position(native_id)
+            prediction = inbound_policy(inputs)
         except (NativeRefusal, HostError) as refusal:
             self.engine.record_refusal(row.id, str(refusal))
             self.log(f"{row.id[:8]} {row.kind} not sent: {refusal}")

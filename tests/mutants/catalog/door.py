@@ -36,8 +36,8 @@ MUTANTS = (
         "twice-read-reads-once",
         "the twice-read: target() is read a second time before the intent",
         CLAUDE,
-        "            second = self.host.target(native_id)\n",
-        "            second = first\n",
+        "            first, second, inputs, position = readings\n",
+        "            first, _, inputs, position = readings\n            second = first\n",
         ("tests/door/test_twice_read.py",),
     ),
     Mutant(
@@ -299,5 +299,16 @@ MUTANTS = (
         '    ("parity", "did not attest its permission mode"),\n',
         '    ("explicit", "did not attest its permission mode"),\n',
         ("tests/door/test_policy.py::test_the_hold_cause_is_read_from_the_notices_own_words",),
+    ),
+    Mutant(
+        "a-sends-readings-one-round-trip-each",
+        "a send's readings before the intent are reads, asked of the Mac in one round trip",
+        "coop_engine/loop/surveyed.py",
+        "        return self.host.read_together(requests)\n",
+        "        return super().read_together(requests)\n",
+        (
+            "tests/door/test_twice_read.py"
+            "::test_a_send_asks_its_two_readings_policy_and_position_in_one_round_trip",
+        ),
     ),
 )

@@ -397,4 +397,27 @@ MUTANTS = (
         ("tests/hostile/test_hostile_fleet.py::test_a_hostile_fleet_file_is_one_line_naming_it",),
         select="two",
     ),
+    Mutant(
+        "helper-write-sent-with-hello",
+        "a Mac whose hello was not taken is never asked to write: only a read goes with the"
+        " hello that starts a helper",
+        "hosts/channel.py",
+        "                    together = all(op in PIPELINED for op, _ in requests)\n",
+        "                    together = True\n",
+        (
+            "tests/ssh/test_channel.py::test_a_write_that_starts_a_helper_waits_for_the_hellos_answer",
+        ),
+    ),
+    Mutant(
+        "helper-first-read-waits-for-hello",
+        "the first answer of a new helper costs one round trip: its read goes with the"
+        " payload and the hello",
+        "hosts/channel.py",
+        "                    together = all(op in PIPELINED for op, _ in requests)\n",
+        "                    together = False\n",
+        (
+            "tests/ssh/test_channel.py"
+            "::test_the_call_that_starts_a_helper_sends_its_read_with_the_payload_and_hello_at_once",
+        ),
+    ),
 )

@@ -203,4 +203,16 @@ MUTANTS = (
             "tests/door/test_held_outranks.py::test_a_parity_hold_seen_under_an_unknown_expiry_stays_held_until_the_receiver_says",
         ),
     ),
+    Mutant(
+        "a-chats-process-read-from-an-older-survey",
+        "a chat is its process as the last survey read it: each survey reads the processes"
+        " afresh, never those of the one before",
+        "coop_engine/loop/surveyed.py",
+        "        self._processes = None\n        self.cursor",
+        "        self.cursor",
+        (
+            "tests/coordinator/test_drift.py"
+            "::test_an_envelope_answered_in_the_old_file_before_the_clear_keeps_its_answer",
+        ),
+    ),
 )
