@@ -22,7 +22,11 @@ from coop_engine.models import Outbox
 COOP = str(Path(sys.executable).with_name("coop"))
 
 
-def settled() -> bool:
+def settled(envelopes: int) -> bool:
+    """Nothing left to send or to learn, once the round's `envelopes` exist (each chat's
+    work envelope is made only when it accepted its invitation)."""
+    if Outbox.select().count() < envelopes:
+        return False
     return not Outbox.select().where(Outbox.state.in_(["pending", "uncertain"])).exists()
 
 
@@ -55,14 +59,15 @@ def test_a_second_serve_stands_by_and_takes_over_a_killed_one_on_sqlite(
         standing = f"standing by: coop serve (pid {first.pid} on office) holds this ledger"
         wait_until(lambda: said(1, standing), "the second serve standing by, naming the first")
         invite(0)
-        wait_until(settled, "the first serve delivering", interval=0.1)
+        each_round = 2 * len(chats)  # an invitation and its work, for each chat
+        wait_until(lambda: settled(each_round), "the first serve delivering", interval=0.1)
         assert "invitation sent" not in logs[1].read_text()  # a standby sends nothing
 
         first.kill()
         first.wait(30)
         wait_until(lambda: said(1, "took over the ledger at lease epoch 2"), "the takeover")
         invite(1)
-        wait_until(settled, "the second serve delivering", interval=0.1)
+        wait_until(lambda: settled(2 * each_round), "the second serve delivering", interval=0.1)
         assert "invitation sent" in logs[1].read_text()
         seen = lease.read(office.engine.db)
         assert seen is not None and (seen.pid, seen.epoch) == (second.pid, 2)
