@@ -42,13 +42,12 @@ def short_ids(ids: Iterable[str], minimum: int = SHORT_ID) -> dict[str, str]:
     """Each id's shortest prefix, at least `minimum` long, that no other id of the set
     starts with; a prefix never ends at a hyphen."""
     unique = sorted(set(ids))
+    # In sorted order an id shares the most with a neighbour: what each shares with the
+    # next one, counted once for both.
+    with_next = [_common(a, b) for a, b in zip(unique, unique[1:], strict=False)] + [0]
     shorts: dict[str, str] = {}
     for index, full in enumerate(unique):
-        # In sorted order an id shares the most with a neighbour.
-        shared = 0
-        for other in unique[max(index - 1, 0) : index + 2]:
-            if other != full:
-                shared = max(shared, _common(full, other))
+        shared = max(with_next[index], with_next[index - 1] if index else 0)
         size = max(minimum, shared + 1)
         while size < len(full) and full[size - 1] == "-":
             size += 1

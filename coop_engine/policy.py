@@ -6,10 +6,9 @@ Both are pure: the host gathers the inputs where the chat lives; time is passed 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 VERDICTS = ("accept", "hold", "refuse")

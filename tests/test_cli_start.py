@@ -45,8 +45,13 @@ APP_AND_WATCHER = {"coop_tui", "textual", "rich", "watchdog", "coop_engine.loop.
 # What `coop chats` never loads on a Mac without Codex (each costs milliseconds of every
 # call): Codex's readers and sqlite3, hashlib (only a pass digests), dataclasses with
 # inspect, typing (types are for the checker), threading (one Mac is asked in the
-# caller's thread) and subprocess (Linux reads /proc; macOS's one `ps` imports it then).
+# caller's thread), subprocess (Linux reads /proc; macOS's one `ps` imports it then) and
+# argparse with the gettext and locale it translates its words with (a well-formed line
+# is read from the command table by cli/quick.py; argparse words help and errors).
 NOT_FOR_A_LISTING = {
+    "argparse",
+    "gettext",
+    "locale",
     "hosts.mac.codex",
     "hosts.mac.codex_door",
     "hosts.mac.codex_records",

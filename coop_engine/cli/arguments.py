@@ -6,71 +6,15 @@ whole: main's `_last_line` cuts a long one short."""
 
 from __future__ import annotations
 
-import argparse
-import os
-import re  # argparse has loaded it already
-import sys
-
-TYPE_CHECKING = False  # typing costs milliseconds at start-up; the CLI starts often
-if TYPE_CHECKING:
-    from typing import Any
+import re  # the editable install's finder has loaded it already, and so do the chats
 
 
-def _columns() -> int:
-    """The terminal's width, as shutil would say, without importing shutil."""
-    try:
-        return int(os.environ["COLUMNS"])
-    except (KeyError, ValueError):
-        pass
-    stdout = sys.__stdout__
-    try:
-        return os.get_terminal_size(stdout.fileno()).columns if stdout else 80
-    except (ValueError, OSError):
-        return 80
+def _wrong(message: str) -> Exception:
+    """argparse's ArgumentTypeError, whose words argparse prints as the usage error: a
+    value that is right never loads argparse (cli/quick.py parses it without)."""
+    from argparse import ArgumentTypeError
 
-
-class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    # argparse builds a formatter for every argument it adds, and the stock one imports
-    # shutil (with bz2, lzma and zlib) to measure the terminal: that costs more than
-    # `coop chats` spends reading 200 chats. Raw: the examples block keeps its lines.
-    def __init__(self, prog: str) -> None:
-        super().__init__(prog, width=_columns() - 2)
-
-
-class Parser(argparse.ArgumentParser):
-    """Every command's parser takes `--home` too (`coop todo list --home DIR`), unless
-    it is the top one, whose `--home` comes before the command; a command may say again
-    what `--home` means for it (the later definition wins)."""
-
-    def __init__(self, *args: Any, home: bool = True, **kwargs: Any) -> None:
-        kwargs.setdefault("formatter_class", _HelpFormatter)
-        kwargs.setdefault("conflict_handler", "resolve")
-        super().__init__(*args, **kwargs)
-        if home:
-            self.add_argument(
-                "--home",
-                type=home_dir,
-                default=argparse.SUPPRESS,  # never overrides `coop --home DIR COMMAND`
-                help="state directory (as `coop --home DIR COMMAND`)",
-            )
-
-
-class Version(argparse.Action):
-    """`coop --version`: the installed version, looked up only when asked (reading
-    package metadata costs milliseconds every other command would pay)."""
-
-    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
-        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
-
-    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            said = version("coop")
-        except PackageNotFoundError:
-            said = "(not installed: run from a checkout)"
-        print(f"coop {said}")
-        parser.exit()
+    return ArgumentTypeError(message)
 
 
 LARGEST_ID = 2**63 - 1  # SQLite's and PostgreSQL's largest integer
@@ -88,10 +32,10 @@ def unix_time(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not Unix seconds: {text!r}") from None
+        raise _wrong(f"not Unix seconds: {text!r}") from None
     # NaN fails both comparisons; infinity and year 10000 cannot be shown as a date.
     if not 0 <= value <= LAST_UNIX_TIME:
-        raise argparse.ArgumentTypeError(f"not a Unix time from 0 to year 9999: {text!r}")
+        raise _wrong(f"not a Unix time from 0 to year 9999: {text!r}")
     return value
 
 
@@ -100,11 +44,9 @@ def interval(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+        raise _wrong(f"not a number of seconds: {text!r}") from None
     if not 0 < value <= LONGEST_INTERVAL:
-        raise argparse.ArgumentTypeError(
-            f"must be more than 0 and at most {LONGEST_INTERVAL:.0f} seconds: {text!r}"
-        )
+        raise _wrong(f"must be more than 0 and at most {LONGEST_INTERVAL:.0f} seconds: {text!r}")
     return value
 
 
@@ -112,12 +54,12 @@ def positive_int(text: str) -> int:
     """A todo number or a count: ASCII digits, 1 or more, an integer the ledger can hold."""
     digits = text.strip()
     if re.fullmatch("[+-]?[0-9]+", digits) is None:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}")
+        raise _wrong(f"not a whole number: {text!r}")
     # Checked before int(), which refuses 4,300 digits or more in words about Python.
     if len(digits.lstrip("+-").lstrip("0")) > len(str(LARGEST_ID)) or int(digits) > LARGEST_ID:
-        raise argparse.ArgumentTypeError(f"too large: {digits!r}")
+        raise _wrong(f"too large: {digits!r}")
     if int(digits) < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more: {digits!r}")
+        raise _wrong(f"must be 1 or more: {digits!r}")
     return int(digits)
 
 
@@ -138,7 +80,7 @@ def _chat_reference(text: str, vendors: tuple[str, ...]) -> str:
 
     ref = text.strip()
     if not ref or len(ref) > LONGEST_NAME or not ref.isprintable():
-        raise argparse.ArgumentTypeError(
+        raise _wrong(
             f"a chat is named {SESSION_SHAPE}, its short id or its name "
             f"(1 to {LONGEST_NAME} printable characters), not {text!r}"
         )
@@ -149,11 +91,11 @@ def _chat_reference(text: str, vendors: tuple[str, ...]) -> str:
     if vendor not in VENDORS:
         if re.fullmatch(_ID_TEXT, native_id) is None:
             return ref  # a name with a colon in it
-        raise argparse.ArgumentTypeError(f"a chat is named {SESSION_SHAPE}, not {text!r}")
+        raise _wrong(f"a chat is named {SESSION_SHAPE}, not {text!r}")
     if vendor not in vendors:
-        raise argparse.ArgumentTypeError(f"this command reads a Claude chat, not {text!r}")
+        raise _wrong(f"this command reads a Claude chat, not {text!r}")
     if re.fullmatch(_ID_TEXT, native_id) is None or len(native_id) < MIN_PREFIX:
-        raise argparse.ArgumentTypeError(
+        raise _wrong(
             f"after {vendor}: comes an id or at least {MIN_PREFIX} characters of one, not {text!r}"
         )
     return f"{vendor}:{native_id}"
@@ -174,9 +116,9 @@ def envelope_id(text: str) -> str:
 
     wanted = text.strip().lower()
     if len(wanted) < MIN_ID_PREFIX:
-        raise argparse.ArgumentTypeError(ENVELOPE_ID_TOO_SHORT.format(count=MIN_ID_PREFIX))
+        raise _wrong(ENVELOPE_ID_TOO_SHORT.format(count=MIN_ID_PREFIX))
     if len(wanted) > UUID_LENGTH or re.fullmatch("[0-9a-f-]+", wanted) is None:
-        raise argparse.ArgumentTypeError(
+        raise _wrong(
             f"an envelope id is a UUID or its start, as `coop outbox` shows it, not {text!r}"
         )
     return wanted
@@ -185,7 +127,7 @@ def envelope_id(text: str) -> str:
 def host_name(text: str) -> str:
     """A fleet Mac's name as fleet.toml gives it: 1 to 255 printable characters."""
     if not text.strip() or len(text) > LONGEST_NAME or not text.isprintable():
-        raise argparse.ArgumentTypeError(
+        raise _wrong(
             f"a fleet Mac's name is 1 to {LONGEST_NAME} printable characters, not {text!r}"
         )
     return text
@@ -195,9 +137,7 @@ def home_dir(text: str) -> str:
     """The Coop home as a path: not empty (which would mean the default), not longer than a
     path can be."""
     if not text.strip() or len(text) > LONGEST_PATH:
-        raise argparse.ArgumentTypeError(
-            f"a directory, 1 to {LONGEST_PATH} characters, not {text!r}"
-        )
+        raise _wrong(f"a directory, 1 to {LONGEST_PATH} characters, not {text!r}")
     return text
 
 
@@ -207,9 +147,7 @@ LARGEST_PORT = 65535
 def port(text: str) -> int:
     """A TCP port to listen on: 1 to 65535."""
     if re.fullmatch("[0-9]{1,5}", text.strip()) is None or not 1 <= int(text) <= LARGEST_PORT:
-        raise argparse.ArgumentTypeError(
-            f"a port is a number from 1 to {LARGEST_PORT}, not {text!r}"
-        )
+        raise _wrong(f"a port is a number from 1 to {LARGEST_PORT}, not {text!r}")
     return int(text)
 
 
@@ -222,6 +160,6 @@ def bind_address(text: str) -> str:
     try:
         return str(ipaddress.ip_address(bare))
     except ValueError:
-        raise argparse.ArgumentTypeError(
+        raise _wrong(
             f"an IP address to listen on (127.0.0.1, ::1, 0.0.0.0), not {text!r}"
         ) from None

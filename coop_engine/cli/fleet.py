@@ -6,7 +6,6 @@ which: `"via"`."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from coop_engine.cli.output import print_rows
@@ -14,6 +13,7 @@ from coop_engine.naming import short_ids
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Callable
     from typing import Any
 

@@ -3,7 +3,6 @@ coordinator. Listings are in `listings.py`; the app's launcher in `launcher.py`.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -20,6 +19,7 @@ from coop_engine.naming import chat_ref, short_ids
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
     from typing import Any
 
     from coop_engine.cli.addressing import Chat

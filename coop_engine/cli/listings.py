@@ -11,21 +11,19 @@ listing). A column's header is the field it shows, upper-cased.
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Callable
-from typing import Any
-
 from coop_engine import queries
 from coop_engine.cli.output import print_rows
 from coop_engine.naming import short_ids
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    import argparse
+    from collections.abc import Callable, Iterable
+    from typing import Any
 
     from coop_engine.cli.output import Column
 
-Rows = Callable[[argparse.Namespace], list[dict[str, Any]]]
+    Rows = Callable[[argparse.Namespace], list[dict[str, Any]]]
 FACT_NAMES = ("stored", "transport", "received", "accepted", "outcome")
 
 

@@ -7,28 +7,24 @@ often, by hand, by scripts and inside chats, so start-up stays cheap.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import os
-import re  # argparse has loaded it already
+import re  # the editable install's finder has loaded it already, and so do the chats
 import sys
-from collections.abc import Callable, Sequence
 
 from coop_engine.cli import arguments
-
-Handler = Callable[[argparse.Namespace], int]
+from coop_engine.cli.table import SUPPRESS, Arg, Command
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; the CLI starts often
 if TYPE_CHECKING:
-    pass
+    import argparse
+    from collections.abc import Sequence
+
+    from coop_engine.cli.table import Handler
 
 
 class UsageError(Exception):
     """Bad input that argparse could not catch; exit 2."""
-
-
-if TYPE_CHECKING:
-    Subparsers = argparse._SubParsersAction[arguments.Parser]
 
 
 # Each face of a command is imported only when that command runs: `coop chats` never
@@ -76,337 +72,287 @@ def _listed(name: str) -> Handler:
     return run
 
 
-def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
-    """The parser. For a known command word only that command's subparser is built:
-    building all of them costs more than `coop chats` itself."""
-    parser = arguments.Parser(
-        prog="coop",
-        description="Coordinate a fleet of Claude Code and Codex chats.",
-        home=False,
-    )
-    parser.add_argument(
-        "--home",
-        type=arguments.home_dir,
-        help="state directory (default $COOP_HOME or ~/.local/share/coop)",
-    )
-    parser.add_argument("--version", action=arguments.Version, help="print Coop's version")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=arguments.Parser)
-    word = _command_word(argv)
-    for name, register in COMMANDS.items():
-        if word not in COMMANDS or name == word:
-            register(sub)
-    if "-h" in argv or "--help" in argv:
-        from coop_engine.cli import examples
-
-        examples.attach(parser)
-    return parser
-
-
-def _command_word(argv: Sequence[str]) -> str | None:
-    after_home = False
-    for arg in argv:
-        if after_home:
-            after_home = False
-        elif arg == "--home":
-            after_home = True
-        elif not arg.startswith("-"):
-            return arg
-    return None
-
-
-def _json(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print one JSON array of objects")
-
-
-def _todo(sub: Subparsers) -> None:
-    todo = sub.add_parser("todo", help="add, list, take and report todos")
-    actions = todo.add_subparsers(dest="todo_command", metavar="ACTION", required=True)
-    add = actions.add_parser("add", help="add a todo; prints its id")
-    add.add_argument("title")
-    add.add_argument("--body", default="")
-    add.add_argument("--project")
-    _json(add)
-    add.set_defaults(handler=_ledger("todo_add"))
-    listing = actions.add_parser("list", help="list todos")
-    _json(listing)
-    listing.set_defaults(handler=_listed("todo list"))
-    take = actions.add_parser("take", help="take a todo from inside a chat (the chat is detected)")
-    take.add_argument("todo", type=arguments.positive_int)
-    _json(take)
-    take.set_defaults(handler=_ledger("todo_take"))
-    report = actions.add_parser("report", help="record the outcome of a todo's work (fact 5)")
-    report.add_argument("todo", type=arguments.positive_int)
-    report.add_argument("--outcome", required=True)
-    report.add_argument("--by", required=True, choices=["dad", "chief", "worker"])
-    report.set_defaults(handler=_ledger("todo_report"))
-
-
-def _listing(name: str, help_text: str) -> Callable[[Subparsers], None]:
-    def register(sub: Subparsers) -> None:
-        command = sub.add_parser(name, help=help_text)
-        _json(command)
-        command.set_defaults(handler=_listed(name))
-
-    return register
-
-
-def _events(sub: Subparsers) -> None:
-    events = sub.add_parser("events", help="the ledger's history, newest first")
-    _json(events)
-    events.add_argument("--limit", type=arguments.positive_int, default=50)
-    events.set_defaults(handler=_listed("events"))
-
-
-def _resend(sub: Subparsers) -> None:
-    resend = sub.add_parser("resend", help="Send again an expired delivery (once)")
-    resend.add_argument(
-        "outbox_id", type=arguments.envelope_id, help="an envelope id, or the start of one"
-    )
-    resend.add_argument("--by", required=True, choices=["dad", "chief"])
-    resend.set_defaults(handler=_ledger("resend"))
-
-
-def _withdraw(sub: Subparsers) -> None:
-    withdraw = sub.add_parser(
-        "withdraw", help="take back an envelope never sent, or one still in a Codex queue"
-    )
-    withdraw.add_argument(
-        "outbox_id", type=arguments.envelope_id, help="an envelope id, or the start of one"
-    )
-    withdraw.add_argument("--by", required=True, choices=["dad", "chief"])
-    withdraw.set_defaults(handler=_ledger("withdraw"))
-
-
-def _obligation(sub: Subparsers) -> None:
-    obligation = sub.add_parser("obligation", help="decide on an overdue outcome obligation")
-    actions = obligation.add_subparsers(dest="obligation_command", metavar="ACTION", required=True)
-    review = actions.add_parser(
-        "review",
-        help="record Dad's or the chief's decision: wait (the work goes on) or release"
-        " (nobody does it: the todo is open again)",
-    )
-    review.add_argument("obligation", type=arguments.positive_int, help="its id (coop obligations)")
-    review.add_argument("--decision", required=True, choices=["wait", "release"])
-    review.add_argument("--by", required=True, choices=["dad", "chief"])
-    review.set_defaults(handler=_ledger("obligation_review"))
-
-
-def _status(sub: Subparsers) -> None:
-    status = sub.add_parser("status", help="the coordinator, and envelopes by state")
-    status.add_argument("--json", action="store_true", help="print one JSON object")
-    status.set_defaults(handler=_status_handler)
-
-
-def _status_handler(args: argparse.Namespace) -> int:
+def _status(args: argparse.Namespace) -> int:
     from coop_engine.cli import status
 
     return status.status(args)
 
 
-def _invite(sub: Subparsers) -> None:
-    invite = sub.add_parser("invite", help="invite one exact chat to a todo")
-    invite.add_argument("todo", type=arguments.positive_int)
-    invite.add_argument(
-        "--session",
-        required=True,
-        type=arguments.session_ref,
-        help="the chat: claude:SESSION_ID, codex:THREAD_ID, its short id or its name",
-    )
-    invite.add_argument(
-        "--host",
-        type=arguments.host_name,
-        help="the fleet Mac the chat lives on (default: this one)",
-    )
-    _json(invite)
-    invite.set_defaults(handler=_ledger("invite"))
-
-
-def _adopt(sub: Subparsers) -> None:
-    adopt = sub.add_parser("adopt", help="run the adoption pass for CLI takers")
-    adopt.add_argument("--once", action="store_true", required=True, help="one pass now")
-    _json(adopt)
-    adopt.set_defaults(handler=_ledger("adopt"))
-
-
-def _chief(sub: Subparsers) -> None:
-    chief = sub.add_parser("chief", help="the chat acting as Dad's proxy")
-    actions = chief.add_subparsers(dest="chief_command", metavar="ACTION", required=True)
-    named = actions.add_parser("set", help="name the chief (Dad only)")
-    named.add_argument(
-        "session",
-        type=arguments.session_ref,
-        help="claude:SESSION_ID, codex:THREAD_ID, or a chat's short id or name",
-    )
-    named.set_defaults(handler=_ledger("chief_set"))
-    actions.add_parser("show", help="which chat is the chief").set_defaults(
-        handler=_ledger("chief_show")
-    )
-
-
-def _serve(sub: Subparsers) -> None:
-    serve = sub.add_parser("serve", help="run the coordinator until stopped")
-    serve.add_argument(
-        "--interval",
-        type=arguments.interval,
-        default=30.0,
-        help="the longest this machine's chats go unsurveyed when nothing changes (default 30 s)",
-    )
-    serve.add_argument(
-        "--standby",
-        action="store_true",
-        help="when another coordinator holds the ledger, wait and take over once its lease lapses",
-    )
-    serve.add_argument(
-        "--lease",
-        type=arguments.interval,
-        default=15.0,
-        metavar="SECONDS",
-        help="the lease this coordinator renews every third of (default 15 s)",
-    )
-    serve.set_defaults(handler=_ledger("serve"))
-
-
-def _tick(sub: Subparsers) -> None:
-    tick = sub.add_parser("tick", help="one coordinator pass: send, observe, decide")
-    tick.add_argument("--at", type=arguments.unix_time, help="run the pass as of this Unix time")
-    tick.set_defaults(handler=_ledger("tick"))
-
-
-def _chats(sub: Subparsers) -> None:
-    chats = sub.add_parser("chats", help="live chats as the registries show them")
-    chats.add_argument("--host", type=arguments.host_name, help="only this fleet Mac")
-    _json(chats)
-    chats.set_defaults(handler=_fleet("chats"))
-
-
-def _hosts(sub: Subparsers) -> None:
-    hosts = sub.add_parser("hosts", help="each fleet Mac: reachable, latency, chats")
-    _json(hosts)
-    hosts.set_defaults(handler=_fleet("hosts"))
-
-
-def _chat(sub: Subparsers) -> None:
-    chat = sub.add_parser("chat", help="one chat, wherever in the fleet it lives")
-    actions = chat.add_subparsers(dest="chat_command", metavar="ACTION", required=True)
-    show = actions.add_parser("show", help="a chat's registry entry and transcript tail")
-    show.add_argument(
-        "session_id",
-        metavar="SESSION_ID",
-        type=arguments.chat_id,
-        help="SESSION_ID, claude:SESSION_ID, or a live chat's short id or name",
-    )
-    show.add_argument(
-        "--host",
-        type=arguments.host_name,
-        help="the fleet Mac it lives on (default: search them all)",
-    )
-    _json(show)
-    show.add_argument(
-        "--lines", type=arguments.positive_int, default=20, help="transcript entries (20)"
-    )
-    show.set_defaults(handler=_fleet("chat_show"))
-
-
-def _tui(sub: Subparsers) -> None:
-    tui = sub.add_parser("tui", help="the live app (the same as `coop` alone)")
-    tui.add_argument(
-        "--attach", action="store_true", help="watch only; never run a coordinator here"
-    )
-    tui.add_argument(
-        "--read-only",
-        action="store_true",
-        help="show everything, change nothing: every command is refused, no coordinator runs",
-    )
-    # The app on the pipes textual-serve gives it (coop web), not on a terminal.
-    tui.add_argument("--in-browser", action="store_true", help=argparse.SUPPRESS)
-    tui.set_defaults(handler=_launcher("tui"))
-
-
-def _web(sub: Subparsers) -> None:
-    web = sub.add_parser("web", help="the app in a browser, behind a token; prints the URL to open")
-    web.add_argument(
-        "--bind",
-        type=arguments.bind_address,
-        default="127.0.0.1",
-        help="the address to listen on (default 127.0.0.1: this machine only)",
-    )
-    web.add_argument(
-        "--port", type=arguments.port, default=8420, help="the port to listen on (default 8420)"
-    )
-    web.add_argument(
-        "--read-only",
-        action="store_true",
-        help="the pages show everything and change nothing (no coordinator runs in them)",
-    )
-    web.add_argument(
-        "--max-sessions",
-        type=arguments.positive_int,
-        default=4,
-        help="browser sessions open at once, each one app process (default 4)",
-    )
-    web.set_defaults(handler=_web_handler)
-
-
-def _web_handler(args: argparse.Namespace) -> int:
+def _web(args: argparse.Namespace) -> int:
     from coop_engine.cli import web
 
     return web.web(args)
 
 
-def _demo(sub: Subparsers) -> None:
-    demo = sub.add_parser("demo", help="a simulated fleet on this machine, in the app")
-    demo.add_argument(
-        "--no-tui", action="store_true", help="set the fleet up, print the outbox, stop"
-    )
-    demo.add_argument(
-        "--home",
-        type=arguments.home_dir,
-        default=argparse.SUPPRESS,  # never overrides `coop --home DIR demo`
-        help="the demo's Coop home: a new or empty folder, kept after the demo"
-        " (default $COOP_HOME, else a temporary one)",
-    )
-    demo.set_defaults(handler=_launcher("demo"))
-
-
-def _completion(sub: Subparsers) -> None:
-    completion = sub.add_parser(
-        "completion", help="a shell completion script, made from these commands"
-    )
-    completion.add_argument("shell", choices=["bash", "zsh", "fish"])
-    completion.set_defaults(handler=_completion_handler)
-
-
-def _completion_handler(args: argparse.Namespace) -> int:
+def _completion(args: argparse.Namespace) -> int:
     from coop_engine.cli import completion
 
     print(completion.script(args.shell, build_parser()), end="")
     return 0
 
 
-COMMANDS: dict[str, Callable[[Subparsers], None]] = {
-    "todo": _todo,
-    "outbox": _listing("outbox", "envelopes and their five facts"),
-    "sessions": _listing("sessions", "enrolled and observed chats"),
-    "notifications": _listing("notifications", "what Dad was told, newest first"),
-    "events": _events,
-    "resend": _resend,
-    "withdraw": _withdraw,
-    "status": _status,
-    "invite": _invite,
-    "obligations": _listing("obligations", "outcome obligations and when they are due"),
-    "obligation": _obligation,
-    "adopt": _adopt,
-    "chief": _chief,
-    "serve": _serve,
-    "tick": _tick,
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """argparse's parser of the table (cli/parser.py): for a known command word only
+    that command's subparser is built."""
+    from coop_engine.cli import parser
+
+    return parser.build(COMMANDS, argv)
+
+
+JSON = Arg("--json", action="store_true", help="print one JSON array of objects")
+ENVELOPE_ID = Arg(
+    "outbox_id", type=arguments.envelope_id, help="an envelope id, or the start of one"
+)
+
+
+def _listing(help_text: str, name: str) -> Command:
+    return Command(help_text, (JSON,), _listed(name))
+
+
+COMMANDS: dict[str, Command] = {
+    "todo": Command(
+        "add, list, take and report todos",
+        dest="todo_command",
+        actions={
+            "add": Command(
+                "add a todo; prints its id",
+                (Arg("title"), Arg("--body", default=""), Arg("--project"), JSON),
+                _ledger("todo_add"),
+            ),
+            "list": _listing("list todos", "todo list"),
+            "take": Command(
+                "take a todo from inside a chat (the chat is detected)",
+                (Arg("todo", type=arguments.positive_int), JSON),
+                _ledger("todo_take"),
+            ),
+            "report": Command(
+                "record the outcome of a todo's work (fact 5)",
+                (
+                    Arg("todo", type=arguments.positive_int),
+                    Arg("--outcome", required=True),
+                    Arg("--by", required=True, choices=["dad", "chief", "worker"]),
+                ),
+                _ledger("todo_report"),
+            ),
+        },
+    ),
+    "outbox": _listing("envelopes and their five facts", "outbox"),
+    "sessions": _listing("enrolled and observed chats", "sessions"),
+    "notifications": _listing("what Dad was told, newest first", "notifications"),
+    "events": Command(
+        "the ledger's history, newest first",
+        (JSON, Arg("--limit", type=arguments.positive_int, default=50)),
+        _listed("events"),
+    ),
+    "resend": Command(
+        "Send again an expired delivery (once)",
+        (ENVELOPE_ID, Arg("--by", required=True, choices=["dad", "chief"])),
+        _ledger("resend"),
+    ),
+    "withdraw": Command(
+        "take back an envelope never sent, or one still in a Codex queue",
+        (ENVELOPE_ID, Arg("--by", required=True, choices=["dad", "chief"])),
+        _ledger("withdraw"),
+    ),
+    "status": Command(
+        "the coordinator, and envelopes by state",
+        (Arg("--json", action="store_true", help="print one JSON object"),),
+        _status,
+    ),
+    "invite": Command(
+        "invite one exact chat to a todo",
+        (
+            Arg("todo", type=arguments.positive_int),
+            Arg(
+                "--session",
+                required=True,
+                type=arguments.session_ref,
+                help="the chat: claude:SESSION_ID, codex:THREAD_ID, its short id or its name",
+            ),
+            Arg(
+                "--host",
+                type=arguments.host_name,
+                help="the fleet Mac the chat lives on (default: this one)",
+            ),
+            JSON,
+        ),
+        _ledger("invite"),
+    ),
+    "obligations": _listing("outcome obligations and when they are due", "obligations"),
+    "obligation": Command(
+        "decide on an overdue outcome obligation",
+        dest="obligation_command",
+        actions={
+            "review": Command(
+                "record Dad's or the chief's decision: wait (the work goes on) or release"
+                " (nobody does it: the todo is open again)",
+                (
+                    Arg(
+                        "obligation",
+                        type=arguments.positive_int,
+                        help="its id (coop obligations)",
+                    ),
+                    Arg("--decision", required=True, choices=["wait", "release"]),
+                    Arg("--by", required=True, choices=["dad", "chief"]),
+                ),
+                _ledger("obligation_review"),
+            )
+        },
+    ),
+    "adopt": Command(
+        "run the adoption pass for CLI takers",
+        (Arg("--once", action="store_true", required=True, help="one pass now"), JSON),
+        _ledger("adopt"),
+    ),
+    "chief": Command(
+        "the chat acting as Dad's proxy",
+        dest="chief_command",
+        actions={
+            "set": Command(
+                "name the chief (Dad only)",
+                (
+                    Arg(
+                        "session",
+                        type=arguments.session_ref,
+                        help="claude:SESSION_ID, codex:THREAD_ID, or a chat's short id or name",
+                    ),
+                ),
+                _ledger("chief_set"),
+            ),
+            "show": Command("which chat is the chief", (), _ledger("chief_show")),
+        },
+    ),
+    "serve": Command(
+        "run the coordinator until stopped",
+        (
+            Arg(
+                "--interval",
+                type=arguments.interval,
+                default=30.0,
+                help="the longest this machine's chats go unsurveyed when nothing changes"
+                " (default 30 s)",
+            ),
+            Arg(
+                "--standby",
+                action="store_true",
+                help="when another coordinator holds the ledger, wait and take over once its"
+                " lease lapses",
+            ),
+            Arg(
+                "--lease",
+                type=arguments.interval,
+                default=15.0,
+                metavar="SECONDS",
+                help="the lease this coordinator renews every third of (default 15 s)",
+            ),
+        ),
+        _ledger("serve"),
+    ),
+    "tick": Command(
+        "one coordinator pass: send, observe, decide",
+        (Arg("--at", type=arguments.unix_time, help="run the pass as of this Unix time"),),
+        _ledger("tick"),
+    ),
     # These read Macs, not the ledger: they never import peewee.
-    "chats": _chats,
-    "hosts": _hosts,
-    "chat": _chat,
-    "tui": _tui,
-    "demo": _demo,
-    "web": _web,
-    "completion": _completion,
+    "chats": Command(
+        "live chats as the registries show them",
+        (Arg("--host", type=arguments.host_name, help="only this fleet Mac"), JSON),
+        _fleet("chats"),
+    ),
+    "hosts": Command("each fleet Mac: reachable, latency, chats", (JSON,), _fleet("hosts")),
+    "chat": Command(
+        "one chat, wherever in the fleet it lives",
+        dest="chat_command",
+        actions={
+            "show": Command(
+                "a chat's registry entry and transcript tail",
+                (
+                    Arg(
+                        "session_id",
+                        metavar="SESSION_ID",
+                        type=arguments.chat_id,
+                        help="SESSION_ID, claude:SESSION_ID, or a live chat's short id or name",
+                    ),
+                    Arg(
+                        "--host",
+                        type=arguments.host_name,
+                        help="the fleet Mac it lives on (default: search them all)",
+                    ),
+                    JSON,
+                    Arg(
+                        "--lines",
+                        type=arguments.positive_int,
+                        default=20,
+                        help="transcript entries (20)",
+                    ),
+                ),
+                _fleet("chat_show"),
+            )
+        },
+    ),
+    "tui": Command(
+        "the live app (the same as `coop` alone)",
+        (
+            Arg("--attach", action="store_true", help="watch only; never run a coordinator here"),
+            Arg(
+                "--read-only",
+                action="store_true",
+                help="show everything, change nothing: every command is refused, no"
+                " coordinator runs",
+            ),
+            # The app on the pipes textual-serve gives it (coop web), not on a terminal.
+            Arg("--in-browser", action="store_true", help=SUPPRESS),
+        ),
+        _launcher("tui"),
+    ),
+    "demo": Command(
+        "a simulated fleet on this machine, in the app",
+        (
+            Arg("--no-tui", action="store_true", help="set the fleet up, print the outbox, stop"),
+            Arg(
+                "--home",
+                type=arguments.home_dir,
+                default=SUPPRESS,  # never overrides `coop --home DIR demo`
+                help="the demo's Coop home: a new or empty folder, kept after the demo"
+                " (default $COOP_HOME, else a temporary one)",
+            ),
+        ),
+        _launcher("demo"),
+    ),
+    "web": Command(
+        "the app in a browser, behind a token; prints the URL to open",
+        (
+            Arg(
+                "--bind",
+                type=arguments.bind_address,
+                default="127.0.0.1",
+                help="the address to listen on (default 127.0.0.1: this machine only)",
+            ),
+            Arg(
+                "--port",
+                type=arguments.port,
+                default=8420,
+                help="the port to listen on (default 8420)",
+            ),
+            Arg(
+                "--read-only",
+                action="store_true",
+                help="the pages show everything and change nothing (no coordinator runs in them)",
+            ),
+            Arg(
+                "--max-sessions",
+                type=arguments.positive_int,
+                default=4,
+                help="browser sessions open at once, each one app process (default 4)",
+            ),
+        ),
+        _web,
+    ),
+    "completion": Command(
+        "a shell completion script, made from these commands",
+        (Arg("shell", choices=["bash", "zsh", "fish"]),),
+        _completion,
+    ),
 }
 
 
@@ -484,6 +430,11 @@ def _reader_gone() -> int:
 def _parse(argv: list[str]) -> argparse.Namespace:
     """The command line parsed. A usage error is one line on stderr, argparse's own
     (`PROG: error: ...`), without the usage block `--help` shows; exit 2."""
+    from coop_engine.cli import quick
+
+    quickly = quick.parse(COMMANDS, argv)
+    if quickly is not None:
+        return quickly
     import io
 
     said, stderr = io.StringIO(), sys.stderr

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Sequence
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
     from typing import Any, TextIO
 
     Column = tuple[str, Callable[[dict[str, Any]], Any]]

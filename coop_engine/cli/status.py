@@ -7,7 +7,6 @@ how long ago. The lease line names its epoch, who it fenced out and who stands b
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 
@@ -16,6 +15,10 @@ from coop_engine.db import open_ledger
 from coop_engine.formats import one_line
 from coop_engine.home import coop_home
 from coop_engine.loop.claim import ledger_claim
+
+TYPE_CHECKING = False  # argparse costs milliseconds at start-up; the CLI starts often
+if TYPE_CHECKING:
+    import argparse
 
 
 def status(args: argparse.Namespace) -> int:

@@ -151,7 +151,7 @@ def scan_registry(
         match = REGISTRY_NAME.match(name)
         if match is None:
             continue
-        path = os.path.join(folder, name)
+        path = f"{folder}/{name}"  # os.path.join's answer: a listed name holds no "/"
         data, reason = read_entry(path)
         pid = int(match.group(1))
         if data is None and last_good is not None and name in last_good:

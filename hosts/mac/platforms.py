@@ -12,13 +12,13 @@ import os
 import sys
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from hosts.mac.files import read_file
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
     from typing import Any
 
 # ps reports start times to the second; Claude Code stamps startedAt a little after exec.
@@ -53,9 +53,10 @@ class Platform(ABC):
         without taking one: a probe lock would make the thread's holder fail to open."""
 
 
-def _proc_stat_fields(pid: int) -> list[bytes] | None:
-    """Fields 3.. of /proc/<pid>/stat, undecoded (a listing reads one field of fifty);
-    the command name, before them, may hold spaces and parentheses."""
+def _proc_stat_fields(pid: int, wanted: int) -> list[bytes] | None:
+    """Fields 3 to 3 + `wanted` of /proc/<pid>/stat, undecoded, and the rest in one
+    piece (a listing reads two fields of fifty); the command name, before them, may hold
+    spaces and parentheses."""
     try:
         fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
     except OSError:
@@ -66,7 +67,7 @@ def _proc_stat_fields(pid: int) -> list[bytes] | None:
         return None
     finally:
         os.close(fd)
-    return raw.rpartition(b")")[2].split()
+    return raw.rpartition(b")")[2].split(None, wanted)
 
 
 class LinuxPlatform(Platform):
@@ -76,7 +77,7 @@ class LinuxPlatform(Platform):
     def births(self, pids: Iterable[int]) -> dict[int, str]:
         found = {}
         for pid in pids:
-            fields = _proc_stat_fields(pid)
+            fields = _proc_stat_fields(pid, 20)
             # A zombie (state Z) still has its start time, but it has exited: not live.
             if fields is not None and len(fields) > 19 and fields[0] != b"Z":
                 # Field 22: the start time in clock ticks since boot.
@@ -98,7 +99,7 @@ class LinuxPlatform(Platform):
         return [part.decode("utf-8", "replace") for part in raw.split(b"\0")[:-1]] or None
 
     def parent(self, pid: int) -> int | None:
-        fields = _proc_stat_fields(pid)
+        fields = _proc_stat_fields(pid, 2)
         if fields is None or len(fields) < 2:
             return None
         return int(fields[1])

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
 
 from hosts.mac import transcripts
@@ -17,6 +16,7 @@ from hosts.mac.files import read_file
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     # {"path", "value"} or {"path", "error"}; None: absent
@@ -48,8 +48,12 @@ def read_json_file(path: str | os.PathLike[str]) -> Source:
 def managed_settings(folder: Path) -> Source:
     """managed-settings.json, then managed-settings.d/*.json in name order (later wins)."""
     parts = [folder / "managed-settings.json"]
+    drop_ins = folder / "managed-settings.d"
     try:
-        parts += sorted((folder / "managed-settings.d").glob("*.json"))
+        # Path.glob("*.json") would say the same: it compiles a pattern at every start.
+        parts += [
+            drop_ins / name for name in sorted(os.listdir(drop_ins)) if name.endswith(".json")
+        ]
     except OSError:
         pass
     merged: dict[str, Any] = {}

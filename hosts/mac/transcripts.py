@@ -44,7 +44,8 @@ def locate(
     projects = os.path.join(config_dir, "projects")
     name = f"{session_id}.jsonl"
     if cwd:
-        guess = os.path.join(projects, escape_cwd(cwd), name)
+        # os.path.join's answer: neither an escaped folder nor a safe id holds a "/".
+        guess = f"{projects}/{escape_cwd(cwd)}/{name}"
         if os.path.isfile(guess):
             return guess
     try:

@@ -39,6 +39,17 @@ def test_version_prints_the_installed_version() -> None:
     assert (done.returncode, done.stdout, done.stderr) == (0, f"coop {version('coop')}\n", "")
 
 
+def test_the_version_constant_is_pyprojects() -> None:
+    """`coop --version` prints coop_engine.__version__ (metadata is slow to read): a
+    release that bumps pyproject.toml's version and not the constant fails here."""
+    import tomllib
+
+    import coop_engine
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert coop_engine.__version__ == project["version"]
+
+
 def test_home_may_follow_the_command_and_the_later_one_wins(tmp_path: Path) -> None:
     first, second = tmp_path / "first", tmp_path / "second"
     assert coop("todo", "add", "Fix the importer", "--home", str(first)).returncode == 0

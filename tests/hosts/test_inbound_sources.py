@@ -56,6 +56,16 @@ def test_managed_settings_parts_are_merged_in_name_order_the_later_winning(mac: 
     assert said(mac.predict()) == ("refuse", "managed")
 
 
+def test_only_json_parts_count_in_name_order_whatever_order_they_were_written(mac: Mac) -> None:
+    parts = mac.managed / "managed-settings.d"
+    for name, verdict in [("50-last", "refuse"), ("20", "hold"), ("40", "accept"), ("10", "hold")]:
+        mac.write(parts / f"{name}.json", {"crossSessionInbound": verdict})
+    # Not parts: unreadable as JSON, they would make the prediction unknown.
+    (parts / "60-notes.txt").write_text("not JSON")
+    (parts / "README").write_text("{")
+    assert said(mac.predict()) == ("refuse", "managed")
+
+
 def test_a_settings_flag_naming_a_file_is_read_beside_the_chats_cwd(mac: Mac) -> None:
     mac.write(mac.cwd / "conf" / "coop.json", {"crossSessionInbound": "refuse"})
     mac.write(mac.config / "settings.json", {"crossSessionInbound": "accept"})

@@ -12,6 +12,12 @@ TEST_POLICY = "tests/door/test_policy.py"
 SOURCES = "tests/hosts/test_inbound_sources.py"
 RULES = "tests/engine/test_rules_delivery.py"
 
+# The managed-settings.d parts, as hosts/mac/settings.py lists them.
+DROP_INS = (
+    "            drop_ins / name for name in sorted(os.listdir(drop_ins))"
+    ' if name.endswith(".json")\n'
+)
+
 MUTANTS = (
     Mutant(
         "inbound-flag-before-managed",
@@ -41,17 +47,30 @@ MUTANTS = (
         "inbound-managed-parts-unread",
         "inbound sources: managed-settings.d/*.json are read with managed-settings.json",
         SETTINGS,
-        '        parts += sorted((folder / "managed-settings.d").glob("*.json"))\n',
-        "        parts += []\n",
+        DROP_INS,
+        "            drop_ins / name for name in ()\n",
         (f"{SOURCES}::test_managed_settings_parts_are_merged_in_name_order_the_later_winning",),
     ),
     Mutant(
         "inbound-managed-parts-reversed",
         "inbound sources: managed-settings.d parts in name order, the later winning",
         SETTINGS,
-        '        parts += sorted((folder / "managed-settings.d").glob("*.json"))\n',
-        '        parts += sorted((folder / "managed-settings.d").glob("*.json"), reverse=True)\n',
-        (f"{SOURCES}::test_managed_settings_parts_are_merged_in_name_order_the_later_winning",),
+        DROP_INS,
+        "            drop_ins / name\n"
+        "            for name in sorted(os.listdir(drop_ins), reverse=True)\n"
+        '            if name.endswith(".json")\n',
+        (
+            f"{SOURCES}::test_managed_settings_parts_are_merged_in_name_order_the_later_winning",
+            f"{SOURCES}::test_only_json_parts_count_in_name_order_whatever_order_they_were_written",
+        ),
+    ),
+    Mutant(
+        "inbound-managed-parts-any-file",
+        "inbound sources: only managed-settings.d/*.json are parts (a README is none)",
+        SETTINGS,
+        DROP_INS,
+        "            drop_ins / name for name in sorted(os.listdir(drop_ins))\n",
+        (f"{SOURCES}::test_only_json_parts_count_in_name_order_whatever_order_they_were_written",),
     ),
     Mutant(
         "inbound-settings-flag-path-from-coops-cwd",

@@ -10,6 +10,7 @@ MAIN = "coop_engine/cli/main.py"
 LEDGER_CLI = "coop_engine/cli/ledger.py"
 LOCAL = "hosts/mac/local.py"
 MAC_SURVEY = "hosts/mac/survey.py"
+QUICK = "coop_engine/cli/quick.py"
 START = "tests/test_cli_start.py"
 WITHOUT_CODEX = (
     f"{START}::test_coop_chats_on_a_mac_without_codex_loads_no_codex_sqlite_hashlib_or_dataclasses"
@@ -57,5 +58,15 @@ MUTANTS = (
         "import hashlib  # noqa: F401\nimport json\nimport os\nimport re\n",
         (WITHOUT_CODEX,),
         select="json",
+    ),
+    Mutant(
+        "quick-reading-takes-a-refused-choice",
+        "the command line read without argparse is argparse's own: a value outside its"
+        " choices (`--by me`) is argparse's usage error, never a command run",
+        QUICK,
+        "    if choices is not None and value not in choices:\n",
+        "    if False:\n",
+        ("tests/engine/test_cli_quick.py",),
+        select="report",
     ),
 )
