@@ -90,7 +90,8 @@ def test_the_verdicts_fresh_read_finds_a_held_notice_the_survey_missed(
         blind.setattr(ClaudeDoor, "_held", lambda self, row, lines: None)
         door.tick_until(
             lambda: (
-                "Held peer message" in chat.transcript.read_text()
+                chat.transcript.exists()  # written once the frame has arrived
+                and "Held peer message" in chat.transcript.read_text()
                 and Outbox.get_by_id(outbox_id).observed_offset >= chat.transcript.stat().st_size
             )
         )

@@ -142,7 +142,9 @@ def test_chats_with_escapes_in_their_names_transcripts_and_notices_steer_nothing
 
     # Invited by the CLI: the holding chat's held notice is an alert, a toast, a notice.
     todo = coop(home, fleet.config_dir, "todo", "add", "Check the names").stdout.decode()
-    for chat in (accepts, holds):
+    # The holding chat first: the accepting one takes the todo as soon as its invitation
+    # lands, and a taken todo cannot be offered again.
+    for chat in (holds, accepts):
         coop(home, fleet.config_dir, "invite", todo.strip(), "--session", chat.ref)
     terminal.wait_text("Delivery held", timeout=DEADLINE)  # the toast's title
     untouched("the held notice's toast")
