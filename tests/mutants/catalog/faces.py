@@ -84,10 +84,12 @@ MUTANTS = (
     Mutant(
         "cli-tick-passes-beside-a-silent-coordinator",
         "coop tick is never a second pass beside a running coordinator, even one whose hub"
-        " does not answer",
+        " does not answer (neither the look at the claim nor the lease's take stops it)",
         LEDGER_CLI,
-        "    if look.state == RUNNING:\n",
-        "    if False:\n",
+        "    if look.state == RUNNING:\n"
+        "        raise _running_beside(look.holder)\n"
+        "    if look.lease is None:\n",
+        "    if True:\n",
         (f"{TICKS}::test_tick_beside_a_coordinator_that_does_not_answer_on_the_hub_is_refused",),
     ),
     Mutant(
