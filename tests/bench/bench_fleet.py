@@ -200,12 +200,13 @@ def fleet_receipt_latency() -> bool:
       pass's first send's readings ride with its survey: loop/surveyed.py); the send,
       after the intent is recorded; and the observe step's read of the transcript,
       which finds the peer entry the chat wrote 30 ms after the frame arrived.
-    Measured on two cores shared with other work (load 2 to 2.5): worst 0.24 to 0.26 s
-    with four round trips and the news after the round; 0.21 to 0.27 s with three; 0.16
-    to 0.23 s with both changes. A chat slower to write than that read is found by the
-    survey that follows the pass, one round trip later. A hung Mac costs the others
-    nothing: each Mac has its own worker; the loop's hub and debounce are not on this
-    path, and the worker does not wait.
+    Measured on two cores shared with other work (load 2 to 2.5), the worst with every
+    Mac up or one hung: 0.24 to 0.26 s with four round trips and the news after the
+    round; 0.21 to 0.27 s with three; 0.16 to 0.23 s with both changes (0.15 to 0.19 s
+    at load 0.5 to 1.2). A chat slower to write than that read is found by the survey
+    that follows the pass, one round trip later. A hung Mac costs the others nothing:
+    each Mac has its own worker; the loop's hub and debounce are not on this path, and
+    the worker does not wait.
     """
     rig = Rig(count=4, chats=25, delay=0.02)
     try:
