@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
 from functools import partial
+from typing import Any
 
 from peewee import JOIN
 
@@ -94,7 +95,10 @@ class Coordinator:
         view = self.views[name]
         in_flight = self._observable(name)
         try:
-            view.take([DOORS[row.session.vendor].reading(row) for row in in_flight])
+            view.take(
+                [DOORS[row.session.vendor].reading(row) for row in in_flight],
+                ahead=self._first_send(name, now),
+            )
         except HostError as error:
             self.unreachable[name] = error.cause
             return False
@@ -138,6 +142,30 @@ class Coordinator:
         if now_in_flight != {row.id for row in in_flight}:
             view.more = True
         return True
+
+    def _first_send(self, name: str, now: float) -> list[tuple[str, dict[str, Any]]]:
+        """The readings the pass's first send to this Mac will ask before its intent, to
+        ask with the survey (one round trip less on the way to the frame): the first
+        envelope the deliver phase will try, past those waiting their turn or their next
+        try, when it goes to a Claude chat. Only the first: what a frame written does to
+        its chat is for a later send's own readings to find."""
+        pending = (
+            Outbox.select(Outbox, Session)
+            .join(Session)
+            .where(
+                (Outbox.state == "pending")
+                & (Session.host == name)
+                & (Session.mode == "managed")
+                & (Outbox.generation == Session.generation)
+                & Session.vendor.in_(list(DOORS))
+            )
+            .order_by(Outbox.created_at, Outbox.id)
+        )
+        for row in list(pending):
+            if backoff.waits(row, now) or pacing.pace(row, now) is not None:
+                continue  # refused before sending: nothing is read for it
+            return ClaudeDoor.before_send(row) if row.session.vendor == "claude" else []
+        return []
 
     def due(self, name: str, now: float) -> float | None:
         """When this Mac next needs a pass though nothing in its records changed: a

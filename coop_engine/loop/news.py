@@ -11,7 +11,8 @@ last event had been read and a second had passed with no other.
 So news is a change a reader can see: SQLite's `data_version`, read on a connection of
 this module's own (which sees every commit, the coordinator's included), differs from
 the last one read. An event only says when to look: at once, and again after pauses that
-double from LOOK_FIRST until SETTLE_SECONDS have passed, for a commit not visible yet.
+double from LOOK_FIRST until SETTLE_SECONDS have passed, for a commit not visible yet
+(in the pause between the loop's rounds too: loop/serve.py).
 Every round of the loop looks too, so a commit that took longer still reaches the
 workers at the loop's next round. A ledger whose version cannot be read (on a database
 server, or a file that will not open) has news at every round."""
@@ -24,7 +25,7 @@ import peewee as pw
 
 from coop_engine.db import ledger_file
 
-LOOK_FIRST = 0.05
+LOOK_FIRST = 0.005
 SETTLE_SECONDS = 3.0
 
 

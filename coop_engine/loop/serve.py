@@ -419,19 +419,16 @@ class Server:
             event = self.wake.is_set()
             self.wake.clear()  # a change during this round wakes the next one at once
             started = time.monotonic()
-            changed = news.take(event, started)
+            self._look(news, event, started)  # first: a receipt waits on no chore
             self._guarded("the ledger's chores", self._chores)
             self._guarded("the notifier", self._tell)
-            if changed:
-                for worker in self.workers.values():
-                    worker.news()
             if started >= adoption_due and not self.stopping.is_set():
                 self._guarded("the adoption pass", self.adopt_now)
                 adoption_due = started + self.adoption_interval
             if started >= beat_due:
                 self._beat()
                 beat_due = started + HEARTBEAT_SECONDS
-            time.sleep(MIN_PASS_GAP)  # a burst of writes is one change
+            self._gap(news, started + MIN_PASS_GAP)  # a burst of writes is one change
             due = [adoption_due, beat_due, started + self.pass_interval]
             look = news.next_look()
             if look is not None:
@@ -440,6 +437,28 @@ class Server:
             if obligation is not None:
                 due.append(started + max(0.0, obligation - self.engine.clock()))
             self.wake.wait(max(0.0, min(due) - time.monotonic()))
+
+    def _look(self, news: LedgerNews, event: bool, now: float) -> None:
+        """Tell the workers of a commit a reader can see (loop/news.py), never of a file
+        event alone: an event only says when to look."""
+        changed = news.take(event, now)
+        if changed:
+            for worker in self.workers.values():
+                worker.news()
+
+    def _gap(self, news: LedgerNews, until: float) -> None:
+        """The pause between the loop's rounds, until `until` (monotonic). The news is
+        still looked at when due meanwhile (a commit not yet visible at its event is
+        visible a few milliseconds later), and told to the workers at once: an envelope
+        to send waits for its commit to be seen, not for the ledger's next round."""
+        while not self.stopping.is_set():
+            now = time.monotonic()
+            look = news.next_look()
+            if look is None or look >= until:
+                time.sleep(max(0.0, until - now))
+                return
+            time.sleep(max(0.0, look - now))
+            self._look(news, False, time.monotonic())
 
     def _chores(self) -> None:
         self.coordinator.cancel_stale()

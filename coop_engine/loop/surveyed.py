@@ -7,6 +7,13 @@ envelope's reading stands). Every other request, and any read the survey did not
 answer, goes to the Mac: a send's readings and its third read are always fresh (seed
 000), as is the verdict's re-read of a transcript from the send's offset. Each sighting
 answers one read, once.
+
+The readings the pass's first send will ask before its intent may ride with the survey,
+in the same write (`ahead`): one round trip less on the way to a frame. They are that
+send's own readings, each made on the Mac in turn after the survey, and they answer
+only that send's asking of exactly those reads, once, and only while nothing else was
+asked of the Mac since: a request gone to the Mac in between (a frame written, another
+read) drops them, and the send asks afresh.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from coop_engine import identity
 from hosts.mac.host import Host
 
 Reading = tuple[str, str, int, tuple[str, ...], Any]
+Request = tuple[str, dict[str, Any]]  # an operation and its arguments, as read_together takes
 SCANS = {"claude": "transcript_scan", "codex": "rollout_scan"}  # a door's read, by vendor
 
 
@@ -41,13 +49,31 @@ class Surveyed(Host):
         self.queue: dict[str, dict[str, Any]] = {}  # Codex envelope -> its queue rows, open
         self._sightings: dict[Reading, dict[str, Any] | None] = {}
         self._processes: identity.Processes | None = None  # of `live()`, read once a survey
+        self._ahead: list[tuple[Request, Any]] = []  # reads asked with the survey, answered
 
-    def take(self, envelopes: list[dict[str, Any]], codex: bool = False) -> None:
+    def take(
+        self,
+        envelopes: list[dict[str, Any]],
+        codex: bool = False,
+        ahead: list[Request] | None = None,
+    ) -> None:
         """Survey the Mac for these in-flight envelopes (`{id, session_id, offset, inode,
-        needles}`) and keep what it answered. HostError when it cannot be asked."""
-        answer = self.host.survey(
-            self.cursor, envelopes, self.codex_digest if codex else None, self.long_poll
-        )
+        needles}`) and keep what it answered; with `ahead`, reads asked in the same round
+        trip, after the survey, kept for the one asking of them that follows. HostError
+        when the Mac cannot be asked."""
+        self._ahead = []
+        asked: dict[str, Any] = {
+            "since": self.cursor,
+            "envelopes": envelopes,
+            "codex": self.codex_digest if codex else None,
+            "long_poll": self.long_poll,
+        }
+        if ahead:
+            answer, *readings = self.host.read_together([("survey", asked), *ahead])
+            if isinstance(answer, Exception):
+                raise answer
+        else:
+            answer, readings = self.host.survey(**asked), []
         if answer["full"]:
             self.entries = {}
         for key in answer["gone"]:
@@ -77,6 +103,7 @@ class Surveyed(Host):
             self.codex_digest = changes["digest"]
             if changes["threads"] is not None:
                 self.codex_list = changes["threads"]["threads"]
+        self._ahead = list(zip(ahead or [], readings, strict=True))
 
     def chat_entry(self, enrollment: Any) -> dict[str, Any] | None:
         """The registry entry of the live process that is this enrollment's chat, as
@@ -102,9 +129,13 @@ class Surveyed(Host):
             if key in self._sightings:
                 chunk = self._sightings.pop(key)
                 return chunk if chunk is not None else _nothing_yet(args["offset"], key[4])
+        self._ahead = []  # anything else asked of the Mac: what rode with the survey is old
         return self.host.call(op, **args)
 
-    def read_together(self, requests: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    def read_together(self, requests: list[Request]) -> list[Any]:
+        ahead, self._ahead = self._ahead, []
+        if ahead and [request for request, _ in ahead] == requests:
+            return [answer for _, answer in ahead]  # asked with the survey, for this asking
         if any(op in SCANS.values() for op, _ in requests):
             return super().read_together(requests)  # each scan answered from the survey, once
         return self.host.read_together(requests)

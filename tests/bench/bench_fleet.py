@@ -185,18 +185,28 @@ def fleet_receipt_latency() -> bool:
     from `coop invite` returning to fact 3 in the ledger. The baseline is the same on
     the office's own Mac, plus one round trip.
 
-    Where the time goes (traced per request, two Macs, two busy cores): the news of the
-    invitation reaches the Mac's worker 20 to 30 ms after `coop invite` returns (the
-    ledger's file event; the loop's MIN_PASS_GAP and the hub are not on this path, and
-    the worker does not wait); then four round trips, each 45 to 55 ms with the
-    helper's own work: the pass's survey; the two readings of the receiver, its policy
-    inputs and its transcript's end, asked together (four round trips before, one each:
-    0.12 s of the 0.35 s measured then); the send, after the intent is recorded; and
-    the observe step's read of the transcript, which finds the peer entry the chat wrote
-    30 ms after the frame arrived. Between them, 5 to 12 ms of the office's own
-    work (the intent's commit, fsynced). A chat slower to write than that read is found
-    by the survey that follows the pass, one round trip later. A hung Mac costs the
-    others nothing: each Mac has its own worker.
+    Where the time goes. Traced per request before issue 32 (two Macs, two busy cores):
+    the news of the invitation reached the Mac's worker 20 to 30 ms after `coop invite`
+    returned, then four round trips, each 45 to 55 ms with the helper's own work, and 5
+    to 12 ms of the office's own work between them (the intent's commit, fsynced). Two
+    of those costs are gone, and the count is tested (tests/door/test_twice_read.py
+    counts the writes to a helper on the way to a frame):
+    - The news: the ledger's file event comes before its commit is visible
+      (loop/news.py), so the loop's reader looks again after it, at 5, 15, 35 ms ...,
+      now in the pause between the loop's rounds too (MIN_PASS_GAP, 50 ms, which it
+      waited out before), and tells the workers before the round's chores.
+    - The round trips are three: the pass's survey, with the send's two readings of the
+      receiver, its policy inputs and its transcript's end in the same write (the
+      pass's first send's readings ride with its survey: loop/surveyed.py); the send,
+      after the intent is recorded; and the observe step's read of the transcript,
+      which finds the peer entry the chat wrote 30 ms after the frame arrived.
+    Measured on two cores shared with other work (load 2 to 2.5), the worst with every
+    Mac up or one hung: 0.24 to 0.26 s with four round trips and the news after the
+    round; 0.21 to 0.27 s with three; 0.16 to 0.23 s with both changes (0.15 to 0.19 s
+    at load 0.5 to 1.2). A chat slower to write than that read is found by the survey
+    that follows the pass, one round trip later. A hung Mac costs the others nothing:
+    each Mac has its own worker; the loop's hub and debounce are not on this path, and
+    the worker does not wait.
     """
     rig = Rig(count=4, chats=25, delay=0.02)
     try:

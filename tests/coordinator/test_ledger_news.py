@@ -4,6 +4,7 @@ a reason to look, at once and again for a while; and a commit is news once."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import peewee as pw
@@ -98,3 +99,21 @@ def test_a_commit_visible_only_after_its_event_still_reaches_the_worker(
     finally:
         server.stop()
         thread.join(15)
+
+
+def test_a_commit_seen_in_the_pause_between_rounds_reaches_the_workers_then(
+    office: Office, tmp_path: Path
+) -> None:
+    """The loop pauses between its rounds (a burst of writes is one round of chores), but
+    the news does not wait for the next round: a commit its event announced, seen at a
+    look during the pause, is told to the workers at that look."""
+    fleet = Fleet("office", {"office": office.hosts["office"]})
+    server = Server(office.engine, fleet, tmp_path, office.log.append, pass_interval=HOUR)
+    news = LedgerNews(office.engine.db)
+    try:
+        news.take(True, time.monotonic())  # the event, before its commit is visible
+        office.engine.add_todo("Seen between two rounds")
+        server._gap(news, time.monotonic() + 1.0)
+        assert server.workers["office"].ledger_news
+    finally:
+        news.close()

@@ -10,16 +10,21 @@ only after the engine's two readings agreed. Real simulated chats, real sockets.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from doorkit import Door
 
+from coop_engine.loop.surveyed import Surveyed
 from coop_engine.models import Event, HostQueue
+from hosts.channel import Stream
 from hosts.mac import native
 from hosts.mac.host import Host
 from hosts.mac.native import RECEIVER_CHANGED
+from hosts.pipe import PipeHost
 from hosts.sim.launch import SimChat
 
 
@@ -202,16 +207,109 @@ class Asked(Host):
         return self.inner.read_together(requests)
 
 
+READINGS = ["target", "target", "policy_inputs", "transcript_position"]
+
+
 def test_a_send_asks_its_two_readings_policy_and_position_in_one_round_trip(door: Door) -> None:
     """Before a send, the two readings, the policy inputs and the transcript's end are
-    reads, asked of the Mac at once; the send (with its third reading) goes after the
-    intent, on its own."""
-    chat = door.chat()
-    outbox_id = door.invite(chat)
+    reads, asked of the Mac at once: the pass's first send's with its survey, a later
+    send's on their own; each send (with its third reading) goes after its intent, on
+    its own."""
+    first, second = door.chat(), door.chat()
+    sent = [door.invite(first), door.invite(second)]
     host = Asked(door.host)
     door.use_host(host)
-    door.tick_until(lambda: msg_ids(chat) == [outbox_id])
-    readings = ["target", "target", "policy_inputs", "transcript_position"]
-    assert readings in host.groups
-    assert host.groups[host.groups.index(readings) + 1] == ["send_frame"]
+    door.tick_until(lambda: msg_ids(first) + msg_ids(second) == sent)
+    at = host.groups.index(["send_frame"])
+    assert host.groups[at - 1 : at + 3] == [
+        ["survey", *READINGS],
+        ["send_frame"],
+        READINGS,
+        ["send_frame"],
+    ]
     assert ["target"] not in host.groups
+
+
+class Written(Stream):
+    """A helper's stream that records the operations of each write to it."""
+
+    def __init__(self, inner: Stream, payload: int, writes: list[list[str]]) -> None:
+        self.inner = inner
+        self.payload = payload  # the payload's bytes, ahead of the first request
+        self.writes = writes
+
+    def send(self, data: bytes, timeout: float) -> None:
+        skipped = min(self.payload, len(data))
+        self.payload -= skipped
+        self.writes.append([json.loads(line)["op"] for line in data[skipped:].splitlines()])
+        self.inner.send(data, timeout)
+
+    def recv(self, timeout: float) -> bytes:
+        return self.inner.recv(timeout)
+
+    def alive(self) -> bool:
+        return self.inner.alive()
+
+    def ending(self) -> str:
+        return self.inner.ending()
+
+    def close(self, broken: bool = False) -> None:
+        self.inner.close(broken)
+
+
+class Remote(PipeHost):
+    """The chats' Mac as another Mac is asked: through its helper (over pipes, the same
+    protocol as over ssh), each write to the helper recorded. A write is a round trip:
+    the client reads the answers to one write before it sends the next."""
+
+    def __init__(self, name: str, config_dir: Path) -> None:
+        super().__init__(name, env={"CLAUDE_CONFIG_DIR": str(config_dir)})
+        self.writes: list[list[str]] = []
+
+    def _open(self, length: int) -> Stream:
+        return Written(super()._open(length), length, self.writes)
+
+
+def test_a_send_to_a_mac_behind_a_helper_costs_two_round_trips_up_to_its_frame(
+    door: Door,
+) -> None:
+    """On the way from a pending envelope to its frame on another Mac, the pass writes to
+    that Mac's helper twice: the survey with the send's readings, then the frame (after
+    the intent was recorded); then observe reads the transcript."""
+    chat = door.chat()
+    mac = Remote(door.host.name, door.fleet.config_dir)
+    door.use_host(mac)
+    try:
+        door.tick()  # the helper started and its first survey taken: nothing to send
+        outbox_id = door.invite(chat)
+        mac.writes.clear()
+        door.tick()
+        assert door.row(outbox_id)["facts"]["transport"] is not None
+        assert mac.writes.index(["send_frame"]) == 1  # the second round trip is the frame
+        assert mac.writes[0] == ["survey", *READINGS]
+    finally:
+        mac.close()
+
+
+def test_readings_asked_with_the_survey_answer_only_the_asking_that_follows_it(
+    door: Door,
+) -> None:
+    """What rode with the survey stands for the Mac as it was then: it answers the same
+    reads asked next, once; once anything else was asked of the Mac, they are asked
+    afresh."""
+    chat = door.chat()
+    host = Asked(door.host)
+    view = Surveyed(host)
+    asked = {"session_id": chat.session_id}
+    readings = [(op, asked) for op in READINGS]
+
+    view.take([], ahead=readings)
+    assert view.read_together(readings)[0]["pid"] == chat.pid
+    assert host.groups == [["survey", *READINGS]]  # answered from the survey's round trip
+    view.read_together(readings)
+    assert host.groups[-1] == READINGS  # once only
+
+    view.take([], ahead=readings)
+    view.transcript_position(chat.session_id)  # something else asked of the Mac
+    view.read_together(readings)
+    assert host.groups[-2:] == [["transcript_position"], READINGS]

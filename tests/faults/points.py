@@ -261,14 +261,16 @@ def queue_unreadable(monkeypatch: pytest.MonkeyPatch, fault: Fault, world: World
 # --- the helper protocol ------------------------------------------------------------------
 
 
-def helper_request_lost(op: str) -> Inject:
-    """The request line never reaches the helper: its stdin is a broken pipe."""
+def helper_request_lost(op: str, riding: str | None = None) -> Inject:
+    """The request line never reaches the helper: its stdin is a broken pipe. With
+    `riding`, only a write that carries that operation's request as well."""
 
     def inject(monkeypatch: pytest.MonkeyPatch, fault: Fault, world: World) -> None:
         original = PipeStream.send
 
         def failing(self: PipeStream, data: bytes, timeout: float) -> None:
-            if f'"op":"{op}"'.encode() in data and fault.now(op):
+            carried = riding is None or f'"op":"{riding}"'.encode() in data
+            if f'"op":"{op}"'.encode() in data and carried and fault.now(op):
                 raise BrokenPipeError(errno.EPIPE, "Broken pipe")
             original(self, data, timeout)
 
@@ -401,8 +403,10 @@ POINTS: tuple[Point, ...] = (
     _host("helper.codex_add_answer_lost", "codex_queue_add", "codex", "deliver", "timeout",
           SENT, helper_answer_lost("codex_queue_add"), helper=True),
     # The helper protocol, as over ssh: a request lost, an answer lost, a helper dead.
-    _host("helper.target_lost", "target", "accept", "deliver", "EPIPE", UNSENT,
-          helper_request_lost("target"), helper=True),
+    # The first send's readings ride with the pass's survey, in its write: that write lost
+    # is a Mac not asked, and nothing is sent.
+    _host("helper.readings_lost", "survey", "accept", "survey", "EPIPE", UNSENT,
+          helper_request_lost("survey", riding="target"), helper=True),
     _host("helper.send_lost", "send_frame", "accept", "deliver", "EPIPE", UNCERTAIN,
           helper_request_lost("send_frame"), helper=True),
     _host("helper.send_answer_lost", "send_frame", "accept", "deliver", "timeout", SENT,

@@ -40,14 +40,10 @@ class ClaudeDoor(Door):
             self.engine.record_refusal(row.id, paced, tried=False)
             return
         native_id = row.session.native_id
-        asked = {"session_id": native_id}
-        # Two readings of the receiver, its policy inputs and its transcript's end: reads
-        # only, asked in one round trip (the Mac makes each reading in turn); the first
+        # Reads only, asked in one round trip (the Mac makes each reading in turn), or in
+        # the survey's when this is the pass's first send (loop/surveyed.py); the first
         # refusal among them refuses the send, as when they were asked one by one.
-        readings = self.host.read_together(
-            [("target", asked), ("target", asked), ("policy_inputs", asked),
-             ("transcript_position", asked)]
-        )  # fmt: skip
+        readings = self.host.read_together(self.before_send(row))
         try:
             for answer in readings:
                 if isinstance(answer, Exception):
@@ -79,6 +75,19 @@ class ClaudeDoor(Door):
         self._send(
             row, intent["attempt"], lambda: self.host.send_frame(first, native_id, line), sent
         )
+
+    @staticmethod
+    def before_send(row: Outbox) -> list[tuple[str, dict[str, Any]]]:
+        """What a send reads of its receiver before its intent: two readings of it (two
+        requests, each read on its own and compared), its policy inputs and its
+        transcript's end. Also what a pass asks with its survey for its first send."""
+        asked = {"session_id": row.session.native_id}
+        return [
+            ("target", asked),
+            ("target", asked),
+            ("policy_inputs", asked),
+            ("transcript_position", asked),
+        ]
 
     # --- observing --------------------------------------------------------------------
 

@@ -311,4 +311,28 @@ MUTANTS = (
             "::test_a_send_asks_its_two_readings_policy_and_position_in_one_round_trip",
         ),
     ),
+    Mutant(
+        "first-sends-readings-not-with-the-survey",
+        "a pass's first send's readings ride with its survey: two round trips to the frame",
+        "coop_engine/loop/coordinator.py",
+        "                ahead=self._first_send(name, now),\n",
+        "                ahead=[],\n",
+        (
+            "tests/door/test_twice_read.py"
+            "::test_a_send_to_a_mac_behind_a_helper_costs_two_round_trips_up_to_its_frame",
+        ),
+    ),
+    Mutant(
+        "readings-with-the-survey-outlive-another-request",
+        "a send's readings are fresh: those asked with the survey are dropped once anything"
+        " else is asked of the Mac",
+        "coop_engine/loop/surveyed.py",
+        "        self._ahead = []"
+        "  # anything else asked of the Mac: what rode with the survey is old\n",
+        "",
+        (
+            "tests/door/test_twice_read.py"
+            "::test_readings_asked_with_the_survey_answer_only_the_asking_that_follows_it",
+        ),
+    ),
 )

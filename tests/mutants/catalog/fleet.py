@@ -343,8 +343,8 @@ MUTANTS = (
         "the ledger's news is a commit a reader can see: the workers are told on it, not on"
         " a file event that came before it",
         "coop_engine/loop/serve.py",
-        "            if changed:\n",
-        "            if event:\n",
+        "        if changed:\n",
+        "        if event:\n",
         (f"{NEWS}::test_a_commit_visible_only_after_its_event_still_reaches_the_worker",),
     ),
     Mutant(
@@ -419,5 +419,13 @@ MUTANTS = (
             "tests/ssh/test_channel.py"
             "::test_the_call_that_starts_a_helper_sends_its_read_with_the_payload_and_hello_at_once",
         ),
+    ),
+    Mutant(
+        "news-waits-for-the-loops-next-round",
+        "a commit seen in the pause between the loop's rounds reaches the workers then",
+        "coop_engine/loop/serve.py",
+        "            if look is None or look >= until:\n",
+        "            if True:\n",
+        (f"{NEWS}::test_a_commit_seen_in_the_pause_between_rounds_reaches_the_workers_then",),
     ),
 )
