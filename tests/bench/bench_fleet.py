@@ -601,6 +601,20 @@ def _timed(job: Any) -> float:
 
 
 def remote_list() -> bool:
+    """`coop chats` over 4 Macs at 40 ms round trip: direct (no serve running: the CLI
+    connects, authenticates and starts a helper on every Mac at once), and through a
+    running serve, whose hub asks every Mac afresh, in parallel, over the connections
+    and helpers it keeps. The served listing's baseline is its floor: this Mac's own
+    listing (a home with no fleet.toml) plus the one round trip every Mac's answer
+    costs. (It was this Mac's listing alone until the CLI's start-up fell from about
+    70 ms to under 30: the ratio then measured the start-up, not the fleet.)
+
+    Where the direct time goes (traced per Mac, two quiet cores): 0.13 s importing
+    paramiko; 0.2 s connecting and authenticating the four Macs at once; then about
+    0.7 s until the four answers, nearly all of it the four Macs' helpers starting on
+    the two cores that also play all four Macs: each session runs the test account's
+    `.bashrc` (`pyenv init`, 0.14 s) and its `python3` shim (0.12 s) before the helper's
+    own 0.05 s."""
     rig = Rig(count=4, chats=25, delay=0.02)
     alone_home = rig.root / "alone"
     alone_home.mkdir(mode=0o700)
@@ -614,15 +628,17 @@ def remote_list() -> bool:
     finally:
         rig.stop()
     assert (via_direct, via_served) == ("direct", "serve"), (via_direct, via_served)
-    goal = direct <= 1.0 and served <= 2 * alone
+    floor = alone + 2 * 0.02  # this Mac's listing, plus one round trip
+    goal = direct <= 1.0 and served <= 2 * floor
     return (
         report(
             "remote_list",
-            served / alone,
+            served / floor,
             maximum=2.0,
             direct_s=direct,
             through_serve_s=served,
             this_mac_alone_s=alone,
+            baseline_s=floor,
             ssh_session_start_s=session,
             goal="direct<=1.0s " + ("ok" if direct <= 1.0 else "MISSED"),
         )
