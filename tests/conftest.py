@@ -5,13 +5,16 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 # The FAULTS report, printed by the one process that prints (xdist's controller).
 from faults.report import pytest_sessionfinish, pytest_terminal_summary, pytest_testnodedown
+
+# The suite's one PostgreSQL server per process: each test resets the database it uses.
+from pgserver import PgServer, start_or_skip
 
 # Under CI's switch, every skip not on prerequisites.ALLOWED_SKIPS fails, naming itself.
 from prerequisites import pytest_make_collect_report, pytest_runtest_makereport
@@ -30,6 +33,16 @@ REPO = Path(__file__).resolve().parent.parent
 _OUTSIDE_STATE = ("COOP_HOME", "COOP_DATABASE_URL", "PIPPA_COOP_SESSION", "PIPPA_COOP_HOST")
 
 RunCoop = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture(scope="session")
+def postgresql_server() -> Iterator[PgServer]:
+    """A real PostgreSQL for this test process (tests/pgserver.py), started once."""
+    server = start_or_skip()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture

@@ -8,12 +8,11 @@ import os
 import re
 import threading
 import time
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
 import pytest
-from pgserver import PgServer, start_or_skip
+from pgserver import PgServer
 from servekit import Ledger, Serve, until
 from watchdog.observers import Observer
 
@@ -27,15 +26,6 @@ HOLDER_SQL = (
     "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted"
     " AND classid = %s AND objid = %s AND objsubid = 2"
 )
-
-
-@pytest.fixture(scope="module")
-def postgresql_server() -> Iterator[PgServer]:
-    server = start_or_skip()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

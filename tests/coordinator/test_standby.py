@@ -8,12 +8,11 @@ down."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import peewee as pw
 import pytest
-from pgserver import PgServer, start_or_skip
+from pgserver import PgServer
 from standbykit import Standbys
 
 from coop_engine import lease
@@ -25,15 +24,6 @@ from coop_engine.models import Setting
 
 LEASE = 2.0
 BOUND = LEASE + 5.0  # the issue's rule: within lease + 5 s
-
-
-@pytest.fixture(scope="module")
-def postgresql_server() -> Iterator[PgServer]:
-    server = start_or_skip()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def run(server: PgServer, tmp_path: Path, serves: int, kinds: tuple[str, ...]) -> Standbys:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import peewee as pw
 import pytest
-from pgserver import PgServer, start_or_skip
+from pgserver import PgServer
 
 from coop_engine.db import open_ledger
 from coop_engine.engine import Engine
@@ -21,15 +21,6 @@ from .support import START, FakeClock, Steps
 
 BACKENDS = ("sqlite", "postgresql")
 _OUTSIDE_STATE = ("COOP_HOME", "COOP_DATABASE_URL", "PIPPA_COOP_SESSION", "PIPPA_COOP_HOST")
-
-
-@pytest.fixture(scope="session")
-def postgresql_server() -> Iterator[PgServer]:
-    server = start_or_skip()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(params=BACKENDS)
