@@ -41,6 +41,7 @@ from hosts.sim.launch import SimChat, SimFleet
 from tests.bench.common import COUNTING_SERVE, LiveRegistry, cpu_seconds, report, run_main
 from tests.netdelay import DelayProxy
 from tests.ssh.sshd_harness import SSHD, ClientKeys, Sshd, short_tmp
+from tests.waiting import wait_until
 
 COOP = str(Path(sys.executable).with_name("coop"))
 FAST = ("--think", "0.05", "--tool-interval", "0.1", "--busy-seconds", "0.6", "--answer", "silent")
@@ -317,10 +318,12 @@ def local_receipt_latency() -> bool:
         with rig.serving():
             for chat in receivers:
                 outbox_id = rig.invite(chat, "office")
-                deadline = time.monotonic() + 60
-                while (received := Outbox.get_by_id(outbox_id).received_at) is None:
-                    assert time.monotonic() < deadline, f"no receipt for {outbox_id}"
-                    time.sleep(0.01)
+                received = wait_until(
+                    lambda: Outbox.get_by_id(outbox_id).received_at,  # noqa: B023
+                    f"the receipt of {outbox_id}",
+                    timeout=60,
+                    interval=0.01,
+                )
                 written = peer_entry_written_at(chat, outbox_id)
                 latencies.append(received - written)
                 told = writes.first_after(chat.transcript, written)

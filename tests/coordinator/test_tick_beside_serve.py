@@ -30,6 +30,17 @@ from hosts.mac.local import LocalHost
 COOP = str(Path(sys.executable).with_name("coop"))
 
 
+def coop(office: Office, *argv: str) -> subprocess.CompletedProcess[str]:
+    """The real CLI on the office's home, as the code under test."""
+    return subprocess.run(
+        [COOP, *argv],
+        capture_output=True,
+        text=True,
+        env=office.env() | code_under_test(),
+        timeout=60,
+    )
+
+
 class Gated(LocalHost):
     """The office, whose surveys wait while its gate is closed, and are counted."""
 
@@ -81,13 +92,7 @@ def test_tick_beside_a_coordinator_that_does_not_answer_on_the_hub_is_refused(
     holder = claim.take("office", "serve")  # a coordinator whose hub could not start
     try:
         claim.beat(time.time())  # its record: who it is
-        done = subprocess.run(
-            [COOP, "tick"],
-            capture_output=True,
-            text=True,
-            env=office.env() | code_under_test(),
-            timeout=60,
-        )
+        done = coop(office, "tick")
     finally:
         claim.release()
     assert (done.returncode, done.stdout) == (1, "")
@@ -114,26 +119,14 @@ def test_tick_on_a_leased_ledger_nobody_serves_takes_the_lease_and_fences_the_ol
     assert first == 1
     # Its record, as its heartbeat left it: `coop status` names it.
     ledger_claim(office.engine.db)._write(Holder(4242, "office", "serve", time.time()))
-    done = subprocess.run(
-        [COOP, "tick"],
-        capture_output=True,
-        text=True,
-        env=office.env() | code_under_test(),
-        timeout=60,
-    )
+    done = coop(office, "tick")
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
     wait_until(chat.frames, "the tick's frame read by its chat")
     seen = lease.read(office.engine.db)
     assert seen is not None
     assert (seen.epoch, seen.by, seen.lapsed) == (2, "tick", True)  # taken, then let go
     assert seen.fenced == {"pid": 4242, "host": "office", "epoch": 1}
-    status = subprocess.run(
-        [COOP, "status"],
-        capture_output=True,
-        text=True,
-        env=office.env() | code_under_test(),
-        timeout=60,
-    )
+    status = coop(office, "status")
     said = status.stdout.splitlines()
     assert re.match(
         r"coordinator  stopped: coop serve, pid 4242 on office \(fenced out at lease epoch 1 "
@@ -156,13 +149,7 @@ def test_tick_on_a_ledger_never_leased_is_fenced_once_a_coordinator_takes_the_le
     chat = office.macs["office"].start()
     todo = office.engine.add_todo("Tick with no lease")["id"]
     office.engine.invite(todo, chat.ref, "office")
-    done = subprocess.run(
-        [COOP, "tick"],
-        capture_output=True,
-        text=True,
-        env=office.env() | code_under_test(),
-        timeout=60,
-    )
+    done = coop(office, "tick")
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
     wait_until(chat.frames, "the tick's frame read by its chat")
     assert lease.read(office.engine.db) is None  # a tick leaves a ledger it found unleased so
