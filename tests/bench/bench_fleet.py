@@ -612,12 +612,15 @@ def remote_list() -> bool:
     costs. (It was this Mac's listing alone until the CLI's start-up fell from about
     70 ms to under 30: the ratio then measured the start-up, not the fleet.)
 
-    Where the direct time goes (traced per Mac, two quiet cores): 0.13 s importing
-    paramiko; 0.2 s connecting and authenticating the four Macs at once; then about
-    0.7 s until the four answers, nearly all of it the four Macs' helpers starting on
-    the two cores that also play all four Macs: each session runs the test account's
-    `.bashrc` (`pyenv init`, 0.14 s) and its `python3` shim (0.12 s) before the helper's
-    own 0.05 s."""
+    Where the direct time goes (traced per Mac, two quiet cores; total 0.61 s): 0.10 s
+    importing paramiko; 0.2 s connecting and authenticating the four Macs at once (three
+    round trips and the key exchange's arithmetic); 0.09 s until the four exec requests
+    are answered; then 0.15 s until the four answers: each helper's Python starting on
+    the two cores that also play all four Macs, and the answer's round trip. Each Mac's
+    sessions start in a home of its own, as a Mac's zsh reads none of the user's start-up
+    files but ~/.zshenv (tests/ssh/sshd_harness.py): under the account that runs the
+    tests, whose `.bashrc` runs `pyenv init` and whose `python3` is a pyenv shim, the same
+    listing took 1.13 s. `ssh_session_start_s` is one session running `true`."""
     rig = Rig(count=4, chats=25, delay=0.02)
     alone_home = rig.root / "alone"
     alone_home.mkdir(mode=0o700)

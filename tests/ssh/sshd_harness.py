@@ -7,12 +7,19 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
 
 SSHD = "/usr/sbin/sshd"
 START_SECONDS = 10.0
+# A session on a Mac runs zsh, which reads no start-up file of the user's but ~/.zshenv,
+# with sshd's PATH (/usr/bin:/bin:/usr/sbin:/sbin), so `python3` is found at once. Each
+# Mac here logs its sessions into a home of its own (no dotfile of the account running
+# the tests: a `.bashrc` running `pyenv init` costs 0.14 s per session, and a pyenv shim
+# 0.12 s more per `python3`), and finds this machine's own interpreter first on PATH.
+MAC_PATH = f"{os.path.join(sys.base_prefix, 'bin')}:/usr/bin:/bin:/usr/sbin:/sbin"
 
 
 def free_port() -> int:
@@ -61,8 +68,9 @@ class ClientKeys:
 
 
 class Sshd:
-    """One sshd process: its own host key, authorized_keys, and CLAUDE_CONFIG_DIR;
-    `settings` are more sshd_config lines (a ForceCommand, say)."""
+    """One sshd process: its own host key, authorized_keys, CLAUDE_CONFIG_DIR and home
+    (the HOME of its sessions, as a Mac's account has: see MAC_PATH); `settings` are more
+    sshd_config lines (a ForceCommand, say)."""
 
     def __init__(
         self,
@@ -75,6 +83,8 @@ class Sshd:
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
         self.config_dir = config_dir
+        self.home = root / "home"
+        self.home.mkdir(exist_ok=True)
         self.port = free_port()
         self.host_key = root / "host_ed25519"
         self.host_public = keygen(self.host_key)
@@ -97,7 +107,8 @@ class Sshd:
                     "PrintMotd no",
                     "MaxStartups 100",
                     "LogLevel INFO",
-                    f"SetEnv CLAUDE_CONFIG_DIR={config_dir} CODEX_HOME={codex_home or root}",
+                    f"SetEnv CLAUDE_CONFIG_DIR={config_dir} CODEX_HOME={codex_home or root}"
+                    f" HOME={self.home} PATH={MAC_PATH}",
                     *settings,
                     "",
                 ]
