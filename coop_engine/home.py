@@ -11,6 +11,9 @@ from coop_engine.errors import LedgerError, shown
 DEFAULT_HOME = Path("~/.local/share/coop")
 # A path is echoed whole in a message unless it is absurdly long.
 PATH_ECHO_WIDTH = 300
+# Where the home's coordinator listens (loop/hub.py). Not "coop.db...": serve's watcher
+# takes every file whose name starts so for a ledger write.
+HUB_SOCKET = "coop.hub.sock"
 
 
 def coop_home(explicit: str | os.PathLike[str] | None = None) -> Path:
@@ -35,6 +38,11 @@ def ensure_home(home: Path) -> Path:
         why = _why(home, error)
         raise LedgerError(f"cannot create the Coop home {shown_path(home)}: {why}") from None
     return home
+
+
+def hub_path(home: Path) -> Path:
+    """Where the coordinator of the Coop home `home` listens."""
+    return home / HUB_SOCKET
 
 
 def shown_path(path: Path) -> str:

@@ -11,8 +11,10 @@ here: the coordinator may have acted on it (hub.Unanswered, exit 1).
 
 from __future__ import annotations
 
+import os
+
 from coop_engine.errors import BadInput, CoopError
-from coop_engine.home import coop_home
+from coop_engine.home import coop_home, hub_path
 from hosts.fleet import load_fleet
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
@@ -113,9 +115,11 @@ def coordinator_answer(
     """The running coordinator's answer to `op`, in a 1-tuple (an answer may be None),
     or None when no coordinator listens on this home; its refusal raised as
     `Side.ask` says."""
+    home = coop_home()
+    if not os.path.lexists(hub_path(home)):
+        return None  # nobody serves this home: not even the hub's module is loaded
     from coop_engine.loop import hub
 
-    home = coop_home()
     reply = hub.command(home, op, args) if command else hub.ask(home, op, args)
     if reply is None:
         return None

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from coop_engine.errors import BadInput, CoopError
+from coop_engine.home import hub_path
 from hosts.mac.errors import HostsError
 from hosts.mac.native import NativeRefusal, private_socket
 
@@ -41,8 +42,6 @@ if TYPE_CHECKING:
 
     Answer = Callable[[str, dict[str, Any]], Any]
 
-# Not "coop.db...": serve's watcher takes every file whose name starts so for a ledger write.
-HUB_SOCKET = "coop.hub.sock"
 ASK_TIMEOUT = 15.0
 # A command's answer may wait for a Mac (a Codex app-server starting, a pass on each Mac).
 COMMAND_TIMEOUT = 120.0
@@ -65,11 +64,6 @@ class Unanswered(CoopError):
 
 class _BadRequest(Exception):
     """A request the hub cannot read: answered, never raised out of the hub."""
-
-
-def hub_path(home: Path) -> Path:
-    """Where the coordinator of the Coop home `home` listens."""
-    return home / HUB_SOCKET
 
 
 class Hub:

@@ -124,8 +124,10 @@ def read_entry(path: str) -> tuple[dict[str, Any] | None, str | None]:
             reason = "empty"
             continue
         try:
-            value = json.loads(raw)
-        except (ValueError, RecursionError):
+            # Decoded first: json.loads of bytes guesses their encoding, and at 200
+            # entries the guess costs more than the parsing (Claude Code writes UTF-8).
+            value = json.loads(raw.decode())
+        except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
             reason = "torn or not JSON"
             continue
         if not isinstance(value, dict):

@@ -118,7 +118,7 @@ def latest_permission_mode(lines: list[tuple[int, bytes]]) -> str | None:
         if b'"permissionMode"' not in line:
             continue
         try:
-            entry = json.loads(line)
+            entry = json.loads(line.decode())  # as read_entry does: UTF-8, not guessed
         except (ValueError, RecursionError):
             continue
         if not isinstance(entry, dict) or entry.get("isSidechain"):

@@ -1,6 +1,7 @@
 """What a command loads as it starts (issue 32, item 1): a ledger-only command never
 loads the fleet, ssh, Codex, the app or the coordinator's file watcher; `coop chats` on a
-Mac without Codex never loads Codex's readers, sqlite3, hashlib or dataclasses."""
+Mac without Codex never loads Codex's readers, sqlite3, hashlib or dataclasses. A fleet
+listing that leaves without the interpreter's teardown flushes all it printed first."""
 
 from __future__ import annotations
 
@@ -58,6 +59,16 @@ MUTANTS = (
         "import hashlib  # noqa: F401\nimport json\nimport os\nimport re\n",
         (WITHOUT_CODEX,),
         select="json",
+    ),
+    Mutant(
+        "cli-leaves-before-its-output-is-flushed",
+        "a fleet listing leaves the process without the interpreter's teardown only once"
+        " everything it printed has reached its reader: `coop chats --json` is never cut",
+        MAIN,
+        "        sys.stdout.flush()\n",
+        "        pass\n",
+        ("tests/test_cli_exit.py",),
+        select="every_row",
     ),
     Mutant(
         "quick-reading-takes-a-refused-choice",
