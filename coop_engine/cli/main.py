@@ -398,6 +398,9 @@ def main(argv: Sequence[str] | None = None, *, exit_when_done: bool = False) -> 
     from coop_engine.errors import BadInput, CoopError
     from hosts.mac.errors import HostsError
 
+    exits_now = exit_when_done and handler in _DONE_WHEN_FLUSHED
+    if exits_now:
+        gc.disable()  # what a listing leaves for the collector goes with the process
     try:
         code = handler(args)
     except BadInput as error:
@@ -419,7 +422,7 @@ def main(argv: Sequence[str] | None = None, *, exit_when_done: bool = False) -> 
             raise  # a bug: its traceback is what a report needs
         _say(fault)
         return 1
-    if exit_when_done and handler in _DONE_WHEN_FLUSHED:
+    if exits_now:
         _exit_now(code)
     return code
 

@@ -15,7 +15,7 @@ from hosts.mac import native, survey, transcripts
 from hosts.mac.codex_home import default_codex_home, no_home_listing
 from hosts.mac.host import OPERATIONS, Host, HostError, NativeRefusal
 from hosts.mac.platforms import Platform, current_platform
-from hosts.mac.settings import SettingsReader, default_config_dir
+from hosts.mac.settings import MODE_TAIL_BYTES, SettingsReader, default_config_dir
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
 if TYPE_CHECKING:
@@ -102,8 +102,8 @@ class LocalHost(Host):
                 "stale": entry.stale,
             }
             if reader is not None and entry.live:
-                path = self._transcript(str(entry.session_id), data.get("cwd"))
-                chat["policy_inputs"] = reader.inputs(data, path)
+                lines = self._recorded_lines(str(entry.session_id), data.get("cwd"))
+                chat["policy_inputs"] = reader.inputs(data, lines)
             chats.append(chat)
         answer: dict[str, Any] = {"host": self.name, "chats": chats, "skipped": scan.skipped}
         if codex:
@@ -131,8 +131,8 @@ class LocalHost(Host):
         entry = self._live_entry(session_id, scan)
         if entry is None:
             raise native.NativeRefusal(native.no_live_chat(session_id, scan))
-        path = self._transcript(session_id, entry.data.get("cwd"))
-        return self._settings_reader().inputs(entry.data, path)
+        lines = self._recorded_lines(session_id, entry.data.get("cwd"))
+        return self._settings_reader().inputs(entry.data, lines)
 
     # --- transcripts ------------------------------------------------------------------
 
@@ -146,6 +146,21 @@ class LocalHost(Host):
         if found is not None:
             self._transcripts[session_id] = found
         return found
+
+    def _recorded_lines(self, session_id: str, cwd: str | None) -> list[tuple[int, bytes]]:
+        """The last lines of a chat's transcript, where its recorded permission mode is.
+        Read where it was found before, or where its cwd puts it, at once: a listing reads
+        200 of them, and looking first costs as much as the read. Only when no file is
+        there is it looked for by the id (_transcript)."""
+        known = self._transcripts.get(session_id)
+        if known is None and isinstance(cwd, str):
+            known = transcripts.guessed(self.config_dir, session_id, cwd)
+        chunk = transcripts.tail(known, MODE_TAIL_BYTES)
+        if chunk.inode is None:
+            chunk = transcripts.tail(self._transcript(session_id, cwd), MODE_TAIL_BYTES)
+        elif known is not None:
+            self._transcripts[session_id] = known
+        return chunk.lines
 
     def _op_transcript_position(self, session_id: str) -> dict[str, Any]:
         path = self._transcript(session_id)

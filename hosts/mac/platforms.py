@@ -96,7 +96,8 @@ class LinuxPlatform(Platform):
             raw = read_file(f"/proc/{pid}/cmdline")
         except OSError:
             return None
-        return [part.decode("utf-8", "replace") for part in raw.split(b"\0")[:-1]] or None
+        # Decoded whole, then split: a NUL is never part of a UTF-8 sequence.
+        return raw.decode("utf-8", "replace").split("\0")[:-1] or None
 
     def parent(self, pid: int) -> int | None:
         fields = _proc_stat_fields(pid, 2)

@@ -11,7 +11,6 @@ import json
 import os
 from pathlib import Path
 
-from hosts.mac import transcripts
 from hosts.mac.files import read_file
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
@@ -159,7 +158,9 @@ class SettingsReader:
             )
         return self._projects[cwd]
 
-    def inputs(self, entry: dict[str, Any], transcript: str | None) -> dict[str, Any]:
+    def inputs(self, entry: dict[str, Any], mode_lines: list[tuple[int, bytes]]) -> dict[str, Any]:
+        """The policy inputs of the chat of registry entry `entry`, whose transcript
+        ends with `mode_lines` (recorded_lines)."""
         pid = entry.get("pid")
         argv = self.cmdline(pid) if isinstance(pid, int) else None
         cwd = entry.get("cwd") if isinstance(entry.get("cwd"), str) else None
@@ -167,7 +168,6 @@ class SettingsReader:
             self._managed = managed_settings(self.managed_dir)
             self._managed_read = True
         project, local = self._project(cwd) if cwd else (None, None)
-        mode_lines = transcripts.tail(transcript, MODE_TAIL_BYTES).lines if transcript else []
         return {
             "managed": self._managed,
             "flag": settings_flag(argv, cwd),

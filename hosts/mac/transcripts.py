@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from functools import lru_cache
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
@@ -34,6 +35,16 @@ def escape_cwd(cwd: str) -> str:
     return name
 
 
+def guessed(config_dir: str | os.PathLike[str], session_id: str, cwd: str | None) -> str | None:
+    """Where the transcript of a session id is when its cwd's project folder holds it
+    (whether a file is there is for the caller to find out); None for an id that is not
+    a safe file name, or without a cwd."""
+    if not cwd or not SAFE_SESSION_ID.match(session_id) or session_id.startswith("."):
+        return None
+    # os.path.join's answer: neither an escaped folder nor a safe id holds a "/".
+    return f"{config_dir}/projects/{escape_cwd(cwd)}/{session_id}.jsonl"
+
+
 def locate(
     config_dir: str | os.PathLike[str], session_id: str, cwd: str | None = None
 ) -> str | None:
@@ -43,11 +54,9 @@ def locate(
         return None
     projects = os.path.join(config_dir, "projects")
     name = f"{session_id}.jsonl"
-    if cwd:
-        # os.path.join's answer: neither an escaped folder nor a safe id holds a "/".
-        guess = f"{projects}/{escape_cwd(cwd)}/{name}"
-        if os.path.isfile(guess):
-            return guess
+    guess = guessed(config_dir, session_id, cwd)
+    if guess is not None and os.path.isfile(guess):
+        return guess
     try:
         folders = list(os.scandir(projects))
     except FileNotFoundError:
@@ -204,16 +213,20 @@ def _collect_hits(
 
 
 def tail(path: StrPath | None, max_bytes: int) -> Chunk:
-    """The complete lines in the last `max_bytes` of the file."""
+    """The complete lines in the last `max_bytes` of the file; no lines and no inode
+    when no regular file is there."""
     if path is None:
         return Chunk(None, 0, 0, 0, None)
     name = os.fspath(path)
     try:
-        fd = os.open(name, os.O_RDONLY)
+        # O_NONBLOCK: a FIFO named like a transcript must not hold the reader.
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
         return Chunk(name, 0, 0, 0, None)
     try:
         info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return Chunk(name, 0, 0, 0, None)
         # Start one byte early: if that byte is a newline, the first line is whole.
         start = max(0, info.st_size - max_bytes - 1)
         data = os.pread(fd, info.st_size - start, start)

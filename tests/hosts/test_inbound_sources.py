@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from coop_engine.policy import inbound_policy
-from hosts.mac.settings import SettingsReader
+from hosts.mac import transcripts
+from hosts.mac.settings import MODE_TAIL_BYTES, SettingsReader
 
 
 class Mac:
@@ -34,7 +35,8 @@ class Mac:
     def predict(self, transcript: Path | None = None) -> dict[str, Any]:
         reader = SettingsReader(self.config, self.managed, lambda pid: self.argv)
         entry = {"pid": 4242, "cwd": str(self.cwd)}
-        return inbound_policy(reader.inputs(entry, str(transcript) if transcript else None))
+        lines = transcripts.tail(transcript, MODE_TAIL_BYTES).lines
+        return inbound_policy(reader.inputs(entry, lines))
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ REFUSALS = "tests/door/test_refusals.py"
 REGISTRY = "tests/hosts/test_registry.py"
 CHECKS = "tests/door/test_private_socket_checks.py"
 WIRE = "tests/door/test_one_line_nothing_read_back.py"
+LISTING = "tests/hosts/test_listing_transcripts.py"
 
 MUTANTS = (
     Mutant(
@@ -211,5 +212,25 @@ MUTANTS = (
         "            time.sleep(TORN_RETRY_DELAY * 2 ** (attempt - 1))\n",
         "            time.sleep(TORN_RETRY_DELAY)\n",
         (f"{REGISTRY}::test_an_entry_empty_through_four_pauses_is_read_at_the_fifth",),
+    ),
+    Mutant(
+        "a-fifo-named-like-a-transcript-holds-the-listing",
+        "whatever file sits where a chat's transcript would be, reading its last lines never"
+        " waits: a FIFO there is no transcript, and the listing goes on",
+        "hosts/mac/transcripts.py",
+        "os.O_RDONLY | os.O_NONBLOCK)",
+        "os.O_RDONLY)",
+        (LISTING,),
+        select="fifo",
+    ),
+    Mutant(
+        "a-moved-chat-loses-its-recorded-mode",
+        "a live chat's recorded permission mode is read from its transcript wherever its"
+        " project folder is, not only where its cwd puts it",
+        "hosts/mac/local.py",
+        "        if chunk.inode is None:\n",
+        "        if False:\n",
+        (LISTING,),
+        select="another_project",
     ),
 )
