@@ -15,7 +15,7 @@ from hosts.mac import native, survey, transcripts
 from hosts.mac.codex_home import default_codex_home, no_home_listing
 from hosts.mac.host import OPERATIONS, Host, HostError, NativeRefusal
 from hosts.mac.platforms import Platform, current_platform
-from hosts.mac.settings import MODE_TAIL_BYTES, SettingsReader, default_config_dir
+from hosts.mac.settings import SettingsReader, default_config_dir, mode_buffer, recorded_mode
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
 if TYPE_CHECKING:
@@ -84,6 +84,7 @@ class LocalHost(Host):
     def _op_chats(self, with_policy: bool = False, codex: bool = False) -> dict[str, Any]:
         scan = self._listing_scan()
         reader = self._settings_reader() if with_policy else None
+        buffer = mode_buffer() if with_policy else None
         folders: dict[str, str | None] = {}
         chats = []
         for entry in scan.entries:
@@ -102,8 +103,8 @@ class LocalHost(Host):
                 "stale": entry.stale,
             }
             if reader is not None and entry.live:
-                lines = self._recorded_lines(str(entry.session_id), data.get("cwd"))
-                chat["policy_inputs"] = reader.inputs(data, lines)
+                mode = self._recorded_mode(str(entry.session_id), data.get("cwd"), buffer)
+                chat["policy_inputs"] = reader.inputs(data, mode)
             chats.append(chat)
         answer: dict[str, Any] = {"host": self.name, "chats": chats, "skipped": scan.skipped}
         if codex:
@@ -131,8 +132,8 @@ class LocalHost(Host):
         entry = self._live_entry(session_id, scan)
         if entry is None:
             raise native.NativeRefusal(native.no_live_chat(session_id, scan))
-        lines = self._recorded_lines(session_id, entry.data.get("cwd"))
-        return self._settings_reader().inputs(entry.data, lines)
+        mode = self._recorded_mode(session_id, entry.data.get("cwd"))
+        return self._settings_reader().inputs(entry.data, mode)
 
     # --- transcripts ------------------------------------------------------------------
 
@@ -147,20 +148,22 @@ class LocalHost(Host):
             self._transcripts[session_id] = found
         return found
 
-    def _recorded_lines(self, session_id: str, cwd: str | None) -> list[tuple[int, bytes]]:
-        """The last lines of a chat's transcript, where its recorded permission mode is.
-        Read where it was found before, or where its cwd puts it, at once: a listing reads
-        200 of them, and looking first costs as much as the read. Only when no file is
-        there is it looked for by the id (_transcript)."""
+    def _recorded_mode(
+        self, session_id: str, cwd: str | None, buffer: bytearray | None = None
+    ) -> str | None:
+        """The newest permission mode the chat's transcript recorded. Read where it was
+        found before, or where its cwd puts it, at once: a listing reads 200 of them, and
+        looking first costs as much as the read. Only when no file is there is it looked
+        for by the id (_transcript)."""
         known = self._transcripts.get(session_id)
         if known is None and isinstance(cwd, str):
             known = transcripts.guessed(self.config_dir, session_id, cwd)
-        chunk = transcripts.tail(known, MODE_TAIL_BYTES)
-        if chunk.inode is None:
-            chunk = transcripts.tail(self._transcript(session_id, cwd), MODE_TAIL_BYTES)
+        read = recorded_mode(known, buffer)
+        if read is None:
+            read = recorded_mode(self._transcript(session_id, cwd), buffer)
         elif known is not None:
             self._transcripts[session_id] = known
-        return chunk.lines
+        return read[0] if read is not None else None
 
     def _op_transcript_position(self, session_id: str) -> dict[str, Any]:
         path = self._transcript(session_id)

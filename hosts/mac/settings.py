@@ -11,6 +11,7 @@ import json
 import os
 from pathlib import Path
 
+from hosts.mac import transcripts
 from hosts.mac.files import read_file
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
@@ -21,7 +22,10 @@ if TYPE_CHECKING:
     # {"path", "value"} or {"path", "error"}; None: absent
     Source = dict[str, Any] | None
 
+# How far back a transcript's recorded mode is looked for, and the bytes every line that
+# records one holds.
 MODE_TAIL_BYTES = 256 << 10
+MODE_NEEDLE = b'"permissionMode"'
 BYPASS = "bypassPermissions"
 
 
@@ -110,21 +114,32 @@ def cmdline_mode(argv: list[str] | None) -> str | None:
     return flag_value(argv, "--permission-mode")
 
 
-def latest_permission_mode(lines: list[tuple[int, bytes]]) -> str | None:
-    """The newest mode a transcript recorded: `permissionMode` on a user entry, or a
-    `permission-mode` entry."""
-    for _, line in reversed(lines):
-        if b'"permissionMode"' not in line:
-            continue
-        try:
-            entry = json.loads(line.decode())  # as read_entry does: UTF-8, not guessed
-        except (ValueError, RecursionError):
-            continue
-        if not isinstance(entry, dict) or entry.get("isSidechain"):
-            continue
-        mode = entry.get("permissionMode")
-        if entry.get("type") in ("user", "permission-mode") and isinstance(mode, str):
-            return mode
+def recorded_mode(
+    transcript: str | None, buffer: bytearray | None = None
+) -> tuple[str | None] | None:
+    """The newest mode the transcript recorded in its last MODE_TAIL_BYTES, in a 1-tuple
+    (`(None,)`: none recorded there); None when no transcript is at that path. `buffer`:
+    a mode_buffer() to read into, one for all the chats of a listing."""
+    return transcripts.newest_line(transcript, MODE_NEEDLE, MODE_TAIL_BYTES, _mode_of, buffer)
+
+
+def mode_buffer() -> bytearray:
+    """Room for the longest read recorded_mode makes."""
+    return bytearray(MODE_TAIL_BYTES + 1)
+
+
+def _mode_of(line: bytes) -> str | None:
+    """The mode a transcript line records: `permissionMode` on a user entry, or a
+    `permission-mode` entry (never a sidechain's)."""
+    try:
+        entry = json.loads(line.decode())  # as read_entry does: UTF-8, not guessed
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(entry, dict) or entry.get("isSidechain"):
+        return None
+    mode = entry.get("permissionMode")
+    if entry.get("type") in ("user", "permission-mode") and isinstance(mode, str):
+        return mode
     return None
 
 
@@ -158,9 +173,9 @@ class SettingsReader:
             )
         return self._projects[cwd]
 
-    def inputs(self, entry: dict[str, Any], mode_lines: list[tuple[int, bytes]]) -> dict[str, Any]:
+    def inputs(self, entry: dict[str, Any], mode: str | None) -> dict[str, Any]:
         """The policy inputs of the chat of registry entry `entry`, whose transcript
-        ends with `mode_lines` (recorded_lines)."""
+        recorded `mode` last (recorded_mode)."""
         pid = entry.get("pid")
         argv = self.cmdline(pid) if isinstance(pid, int) else None
         cwd = entry.get("cwd") if isinstance(entry.get("cwd"), str) else None
@@ -174,7 +189,7 @@ class SettingsReader:
             "user": self._file(self._user_path),
             "project": project,
             "local": local,
-            "recorded_mode": latest_permission_mode(mode_lines),
+            "recorded_mode": mode,
             "cmdline_mode": cmdline_mode(argv),
             "cmdline_readable": argv is not None,
         }

@@ -248,10 +248,10 @@ def transcript_find() -> bool:
     )
 
 
-def _cli_list(name: str, bin_dir: Path, maximum: float | None) -> bool:
+def _cli_list(name: str, bin_dir: Path, maximum: float | None, turn_bytes: int = 0) -> bool:
     """`coop chats --json` at 200 chats against `python -c pass`, both from `bin_dir`:
     what a person waits for on every call, beside what any Python program waits for."""
-    registry = LiveRegistry(CHATS)
+    registry = LiveRegistry(CHATS, turn_bytes=turn_bytes)
     env = {
         **os.environ,
         "CLAUDE_CONFIG_DIR": str(registry.config),
@@ -298,6 +298,18 @@ def cli_list() -> bool:
     return _cli_list("cli_list", Path(sys.executable).parent, maximum=1.6)
 
 
+def cli_list_working() -> bool:
+    """As cli_list, with every chat in the middle of a turn: 300 KB of tool calls and
+    results since its transcript last recorded a mode (a prompt records it; a turn's tool
+    output does not). Each listing looks back through them for the mode; reading the last
+    256 KB whole and splitting it into lines cost 48 ms at 200 chats, three times the
+    rest of the listing. Reported: the ratio beside cli_list's says what a working fleet
+    adds."""
+    return _cli_list(
+        "cli_list_working", Path(sys.executable).parent, maximum=None, turn_bytes=300 << 10
+    )
+
+
 def cli_list_installed() -> bool:
     """As `pipx install` would leave Coop: a wheel built from this checkout, installed
     (not editable) with its dependencies into a fresh venv. The wheel is built from a
@@ -341,4 +353,6 @@ def _quietly(argv: list[str | Path], cwd: Path) -> str:
 
 if __name__ == "__main__":
     os.chdir(ROOT)
-    run_main([registry_scan, discovery, transcript_find, cli_list, cli_list_installed])
+    run_main(
+        [registry_scan, discovery, transcript_find, cli_list, cli_list_working, cli_list_installed]
+    )

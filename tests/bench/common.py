@@ -95,11 +95,30 @@ def report(
     return ok
 
 
+def turn_lines(session_id: str, size: int) -> str:
+    """About `size` bytes of a turn as a transcript records it: tool calls and their
+    results, none of which records a permission mode."""
+    call = {
+        "type": "assistant",
+        "sessionId": session_id,
+        "message": {"content": [{"type": "tool_use", "name": "Read", "input": {"x": "r" * 600}}]},
+    }
+    result = {
+        "type": "user",
+        "sessionId": session_id,
+        "message": {"content": [{"type": "tool_result", "content": "line of a file\n" * 180}]},
+    }
+    pair = json.dumps(call) + "\n" + json.dumps(result) + "\n"
+    return pair * (size // len(pair))
+
+
 class LiveRegistry:
     """N live processes registered as Claude chats in a config dir, each with a private
-    inbox socket bound by this process and a small transcript."""
+    inbox socket bound by this process and a transcript: its recorded mode, then
+    `turn_bytes` of a turn's tool calls and results (none: a chat between turns)."""
 
-    def __init__(self, count: int, config: Path | None = None) -> None:
+    def __init__(self, count: int, config: Path | None = None, turn_bytes: int = 0) -> None:
+        self.turn_bytes = turn_bytes
         self.root = Path(tempfile.mkdtemp(prefix="bench", dir="/tmp"))
         self.config = config or self.root / "claude"
         sockets = self.root / "s"
@@ -143,11 +162,9 @@ class LiveRegistry:
                 "updatedAt": int(time.time() * 1000),
             }
             (config / "sessions" / f"{process.pid}.json").write_text(json.dumps(entry))
+            mode = {"type": "permission-mode", "permissionMode": "auto", "sessionId": session_id}
             (project / f"{session_id}.jsonl").write_text(
-                json.dumps(
-                    {"type": "permission-mode", "permissionMode": "auto", "sessionId": session_id}
-                )
-                + "\n"
+                json.dumps(mode) + "\n" + turn_lines(session_id, self.turn_bytes)
             )
 
     def close(self) -> None:

@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 
 from coop_engine.policy import inbound_policy
-from hosts.mac import transcripts
-from hosts.mac.settings import MODE_TAIL_BYTES, SettingsReader
+from hosts.mac.settings import SettingsReader, recorded_mode
 
 
 class Mac:
@@ -35,8 +34,8 @@ class Mac:
     def predict(self, transcript: Path | None = None) -> dict[str, Any]:
         reader = SettingsReader(self.config, self.managed, lambda pid: self.argv)
         entry = {"pid": 4242, "cwd": str(self.cwd)}
-        lines = transcripts.tail(transcript, MODE_TAIL_BYTES).lines
-        return inbound_policy(reader.inputs(entry, lines))
+        read = recorded_mode(str(transcript) if transcript else None)
+        return inbound_policy(reader.inputs(entry, read[0] if read else None))
 
 
 @pytest.fixture

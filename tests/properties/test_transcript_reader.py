@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -149,3 +150,71 @@ def test_a_shorter_file_or_another_file_under_the_name_is_read_again_from_zero(
         again = transcripts.read_lines(path, first.end, inode=first.inode)
         assert again.rotated and again.start == 0
         assert again.lines == complete_lines(after)
+
+
+def passed_over(line: bytes) -> bytes | None:
+    """A `take` that passes some lines holding the needle over, as a sidechain's entry
+    recording a mode is."""
+    return None if line.endswith(b"b") else line
+
+
+# Longer lines than STREAM's, so that lines cross the edges of small windows.
+LONG_LINES = st.lists(
+    st.sampled_from([b"\n", b"a", b"b", b"{", b"\xff", b"xyzxyz", b"a{ab"]),
+    min_size=10,
+    max_size=120,
+).map(b"".join)
+
+
+@SETTINGS
+@given(
+    LONG_LINES,
+    st.integers(0, 400),
+    st.integers(1, 24),
+    st.sampled_from([b"a", b"a{", b"{\xffa"]),
+    st.booleans(),
+)
+def test_the_newest_line_taken_is_the_newest_the_tail_holds(
+    data: bytes, budget: int, first: int, needle: bytes, reused: bool
+) -> None:
+    # Read backwards in windows from `first` bytes; a line crossing a window's edge, a
+    # torn last line and a line older than the budget are the tail's own answers. A
+    # reused buffer holds an earlier read's bytes (here lines holding the needle), which
+    # are never read as this file's.
+    buffer = bytearray(needle + b"\n") * (budget + 1) if reused else None
+    with transcript() as path:
+        path.write_bytes(data)
+        found = transcripts.newest_line(
+            path, needle, budget, passed_over, buffer=buffer, first_bytes=first
+        )
+        taken = [line for _, line in transcripts.tail(path, budget).lines if needle in line]
+        taken = [line for line in taken if passed_over(line) is not None]
+        assert found == (taken[-1] if taken else None,)
+
+
+@pytest.mark.parametrize("reader", ["tail", "newest_line"])
+@pytest.mark.parametrize("kind", ["fifo", "folder", "nothing"])
+def test_no_regular_file_is_no_transcript_and_nothing_waits(
+    tmp_path: Path, reader: str, kind: str
+) -> None:
+    path = tmp_path / "t.jsonl"
+    if kind == "fifo":
+        os.mkfifo(path)  # no writer: opened without O_NONBLOCK, the open would wait
+    elif kind == "folder":
+        path.mkdir()
+
+    def read() -> object:
+        if reader == "tail":
+            chunk = transcripts.tail(path, 1024)
+            return (chunk.lines, chunk.inode)
+        return transcripts.newest_line(path, b"a", 1024, passed_over)
+
+    answers: list[object] = []
+    reading = threading.Thread(target=lambda: answers.append(read()), daemon=True)
+    reading.start()
+    reading.join(timeout=10)  # a deadline for a hang, not a speed bound
+    if reading.is_alive():
+        with open(path, "wb"):  # a writer's open lets the stuck open go
+            pass
+        pytest.fail(f"{reader} waited on a FIFO named like a transcript")
+    assert answers == [([], None) if reader == "tail" else None]

@@ -218,8 +218,8 @@ MUTANTS = (
         "whatever file sits where a chat's transcript would be, reading its last lines never"
         " waits: a FIFO there is no transcript, and the listing goes on",
         "hosts/mac/transcripts.py",
-        "os.O_RDONLY | os.O_NONBLOCK)",
-        "os.O_RDONLY)",
+        "os.open(os.fspath(path), os.O_RDONLY | os.O_NONBLOCK)",
+        "os.open(os.fspath(path), os.O_RDONLY)",
         (LISTING,),
         select="fifo",
     ),
@@ -228,9 +228,19 @@ MUTANTS = (
         "a live chat's recorded permission mode is read from its transcript wherever its"
         " project folder is, not only where its cwd puts it",
         "hosts/mac/local.py",
-        "        if chunk.inode is None:\n",
+        "        if read is None:\n",
         "        if False:\n",
         (LISTING,),
         select="another_project",
+    ),
+    Mutant(
+        "a-line-cut-by-a-read-window-is-read-as-a-line",
+        "a transcript read backwards takes only whole lines: the piece of a line that a read"
+        " window cut is never parsed as the line",
+        "hosts/mac/transcripts.py",
+        "        if line_start == 0 and cut:\n",
+        "        if False:\n",
+        ("tests/properties/test_transcript_reader.py",),
+        select="newest_line_taken",
     ),
 )

@@ -120,9 +120,9 @@ MUTANTS = (
     Mutant(
         "inbound-oldest-recorded-mode",
         "inbound sources: the receiver's mode is the latest its transcript recorded",
-        SETTINGS,
-        "    for _, line in reversed(lines):\n",
-        "    for _, line in lines:\n",
+        "hosts/mac/transcripts.py",
+        "    while (at := data.rfind(needle, 0, below)) >= 0:\n",
+        "    while (at := data.find(needle, 0, below)) >= 0:\n",
         (f"{SOURCES}::test_the_transcripts_latest_permission_mode_is_the_receivers",),
     ),
     Mutant(
