@@ -251,8 +251,9 @@ def newest_line(
         window = first_bytes
         while True:
             start = max(floor, info.st_size - window - 1)  # one byte early, as tail()
+            os.lseek(fd, start, os.SEEK_SET)  # os.preadv is missing before macOS 11
             with memoryview(buffer) as free:
-                length = os.preadv(fd, [free[: searched - start]], start)
+                length = os.readv(fd, [free[: searched - start]])
             taken = _newest_taken(buffer, length, start > 0, needle, take)
             if taken is not None or start == floor:
                 return (taken,)
