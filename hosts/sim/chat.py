@@ -429,15 +429,24 @@ class Chat:
             self.note(f"{_tag(item.frame)}: absorbed mid-turn")
         return [item.frame.text for item in peers]
 
-    def _final(self, text: str, started: float, messages: int) -> None:
-        """The turn's final and its turn_duration. Peer messages queued meanwhile are
-        dequeued first: the real chat writes their dequeue before the final."""
+    def _leaving(self) -> list[PeerItem | ClearCommand]:
+        """What the next turn takes from the queue, as the real chat dequeues it before
+        the running turn's final: the peer messages (and /clears) at the queue's head, or,
+        when a /clear is first, the /clear alone. It runs before what is behind it, so those
+        are dequeued into the new conversation's file (OBSERVED.md 12)."""
+        if self._queue and isinstance(self._queue[0], ClearCommand):
+            return [self._queue[0]]
         leading: list[PeerItem | ClearCommand] = []
         for item in self._queue:
             if not isinstance(item, (PeerItem, ClearCommand)):
                 break
             leading.append(item)
-        self._dequeue(leading)
+        return leading
+
+    def _final(self, text: str, started: float, messages: int) -> None:
+        """The turn's final and its turn_duration. What the next turn takes is dequeued
+        first: the real chat writes its dequeue before the final."""
+        self._dequeue(self._leaving())
         self.transcript.assistant([{"type": "text", "text": text}])
         duration = int((time.monotonic() - started) * 1000)
         self.transcript.system("turn_duration", durationMs=duration, messageCount=messages)

@@ -3,9 +3,9 @@
 sessionId in the same registry file, the old transcript closed with a cost-state line,
 the new one written at once with the /clear itself; a frame to the old id is dropped.
 Typed while a turn runs, /clear waits for it; a frame queued behind the /clear lands in
-the new conversation's file, one queued ahead of it in the old one's, taking the
-frames behind the /clear along. A thinking turn is held open with --think-gate, so turn,
-/clear and frames come in the order each test sets up."""
+the new conversation's file (its dequeue too), one queued ahead of it in the old one's,
+taking the frames behind the /clear along. A thinking turn is held open with
+--think-gate, so turn, /clear and frames come in the order each test sets up."""
 
 from __future__ import annotations
 
@@ -83,11 +83,13 @@ def test_a_frame_queued_behind_a_clear_typed_mid_turn_lands_in_the_new_file(
     lines = wait_until(
         lambda: chat.finals(found := _lines(new_path)) and found, "its turn in the new file", 20
     )
-    assert chat.peer_entries(lines, behind["msg_id"])
+    at = entry_at(chat, lines, behind["msg_id"])
+    assert dequeues(lines[:at]) == 1, "dequeued into the new conversation"
     assert "COOP_ACCEPT k1" in chat.finals(lines)[-1]
     old = chat.transcript()
     assert not chat.peer_entries(old, behind["msg_id"])
     assert enqueued(old, behind["message"]["content"])
+    assert dequeues(old) == 2, "the thinking frame's and the /clear's"
     assert old[-1]["type"] == "cost-state"
 
 
@@ -151,6 +153,10 @@ def entry_at(chat: Any, lines: list[dict], msg_id: str) -> int:
 
 def enqueued(lines: list[dict], content: str) -> bool:
     return any(e.get("operation") == "enqueue" and e.get("content") == content for e in lines)
+
+
+def dequeues(lines: list[dict]) -> int:
+    return sum(e.get("operation") == "dequeue" for e in lines)
 
 
 def _lines(path: Path) -> list[dict]:
