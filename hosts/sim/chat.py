@@ -34,6 +34,8 @@ POLICY_POLL_SECONDS = 0.2
 # The real chat takes a queued message about 30 ms after it arrives; whatever arrives
 # meanwhile joins the same turn.
 QUEUE_LATENCY_SECONDS = 0.03
+# How often a turn held by --think-gate looks for its file.
+THINK_GATE_POLL_SECONDS = 0.02
 
 
 @dataclass
@@ -335,7 +337,7 @@ class Chat:
             origin = self._origin(item.frame)
             self.transcript.peer_prompt(content, origin, item.command_uuid, dict(position))
             self.note(f"{_tag(item.frame)}: started a turn")
-        await asyncio.sleep(self.opts.think)
+        await self._think()
         text = replies.answer([item.frame.text for item in batch], self.opts.answer)
         self._final(text, started, len(batch) + 1)
 
@@ -358,7 +360,7 @@ class Chat:
             after_absorb = 0 if newly else after_absorb + 1
             calls += 1
             messages += 2 + len(newly)
-        await asyncio.sleep(self.opts.think)
+        await self._think()
         self._final(replies.busy_final(absorbed, self.opts.answer), started, messages + 1)
 
     async def _command_turn(self, command: str) -> None:
@@ -379,8 +381,16 @@ class Chat:
         output, _ = await child.communicate()
         self.note(f"ran {command!r}: exit {child.returncode}")
         self.transcript.tool_result(tool_id, output.decode("utf-8", "replace"), use_entry)
-        await asyncio.sleep(self.opts.think)
+        await self._think()
         self._final(f"Ran it (exit {child.returncode}).", started, 4)
+
+    async def _think(self) -> None:
+        """The model writing a turn's final: --think seconds, and then, with --think-gate,
+        until its file exists, so a test can act while a turn is surely still running."""
+        await asyncio.sleep(self.opts.think)
+        gate = self.opts.think_gate
+        while gate is not None and not os.path.exists(gate):
+            await asyncio.sleep(THINK_GATE_POLL_SECONDS)
 
     def _turn_done(self, started: float, absorbed: list[str], after_absorb: int) -> bool:
         # An absorbed message gets a couple more tool calls before the turn can end.
@@ -419,15 +429,24 @@ class Chat:
             self.note(f"{_tag(item.frame)}: absorbed mid-turn")
         return [item.frame.text for item in peers]
 
-    def _final(self, text: str, started: float, messages: int) -> None:
-        """The turn's final and its turn_duration. Peer messages queued meanwhile are
-        dequeued first: the real chat writes their dequeue before the final."""
+    def _leaving(self) -> list[PeerItem | ClearCommand]:
+        """What the next turn takes from the queue, as the real chat dequeues it before
+        the running turn's final: the peer messages (and /clears) at the queue's head, or,
+        when a /clear is first, the /clear alone. It runs before what is behind it, so those
+        are dequeued into the new conversation's file (OBSERVED.md 12)."""
+        if self._queue and isinstance(self._queue[0], ClearCommand):
+            return [self._queue[0]]
         leading: list[PeerItem | ClearCommand] = []
         for item in self._queue:
             if not isinstance(item, (PeerItem, ClearCommand)):
                 break
             leading.append(item)
-        self._dequeue(leading)
+        return leading
+
+    def _final(self, text: str, started: float, messages: int) -> None:
+        """The turn's final and its turn_duration. What the next turn takes is dequeued
+        first: the real chat writes its dequeue before the final."""
+        self._dequeue(self._leaving())
         self.transcript.assistant([{"type": "text", "text": text}])
         duration = int((time.monotonic() - started) * 1000)
         self.transcript.system("turn_duration", durationMs=duration, messageCount=messages)

@@ -58,6 +58,7 @@ class ChatOptions:
     tool_interval: float
     tool_gate: str | None
     think: float
+    think_gate: str | None
     history: bool
     time_scale: float
     run: tuple[str, ...] = ()
@@ -125,6 +126,11 @@ def _parser() -> _Parser:
         help="a tool-calling turn goes on past --busy-seconds until PATH exists",
     )
     p.add_argument("--think", type=float, default=0.2)
+    p.add_argument(
+        "--think-gate",
+        metavar="PATH",
+        help="a turn thinks on past --think, its final unwritten, until PATH exists",
+    )
     p.add_argument("--history", action="store_true")
     p.add_argument("--typed", action="store_true")
     p.add_argument("--run", action="append", default=[])
@@ -214,6 +220,7 @@ def parse(argv: list[str]) -> tuple[ChatOptions, argparse.Namespace]:
         tool_interval=_non_negative("tool-interval", ns.tool_interval),
         tool_gate=ns.tool_gate,
         think=_non_negative("think", ns.think),
+        think_gate=ns.think_gate,
         history=ns.history,
         typed=ns.typed,
         time_scale=_time_scale(),

@@ -3,7 +3,9 @@
 sessionId in the same registry file, the old transcript closed with a cost-state line,
 the new one written at once with the /clear itself; a frame to the old id is dropped.
 Typed while a turn runs, /clear waits for it; a frame queued behind the /clear lands in
-the new conversation's file, one queued ahead of it in the old one's."""
+the new conversation's file (its dequeue too), one queued ahead of it in the old one's,
+taking the frames behind the /clear along. A thinking turn is held open with
+--think-gate, so turn, /clear and frames come in the order each test sets up."""
 
 from __future__ import annotations
 
@@ -62,26 +64,61 @@ def test_clear_in_an_idle_chat_keeps_the_process_and_inbox_and_starts_a_new_file
     assert chat.transcript() == old_lines
 
 
-def test_a_frame_queued_behind_a_clear_typed_mid_turn_lands_in_the_new_file(start_chat) -> None:
-    # A turn without tool calls (a peer turn thinking): what arrives meanwhile queues.
-    chat = start_chat("--typed", "--think", "1.5")
-    chat.send(chat.frame("Think about this for a while."))
-    chat.wait_status("busy")
+def test_a_frame_queued_behind_a_clear_typed_mid_turn_lands_in_the_new_file(
+    start_chat, sim_home
+) -> None:
+    # A turn without tool calls (a peer turn thinking, held open by the gate until the
+    # frame behind the /clear is queued): what arrives meanwhile queues.
+    gate = sim_home.root / "think-gate"
+    chat = start_chat("--typed", "--think-gate", str(gate))
+    think_in_turn(chat, chat.frame("Think about this for a while."))
     chat.type("/clear")
-    chat.wait_transcript(lambda lines: any(e.get("content") == "/clear" for e in lines))
+    chat.wait_transcript(lambda lines: enqueued(lines, "/clear"))
     behind = chat.frame("Queued behind the clear. Say COOP_ACCEPT k1")
     chat.send(behind)
+    chat.wait_transcript(lambda lines: enqueued(lines, behind["message"]["content"]))
+    gate.touch()
     new = drifted(chat)
     new_path = transcript_of(chat, new)
     lines = wait_until(
         lambda: chat.finals(found := _lines(new_path)) and found, "its turn in the new file", 20
     )
-    assert chat.peer_entries(lines, behind["msg_id"])
+    at = entry_at(chat, lines, behind["msg_id"])
+    assert dequeues(lines[:at]) == 1, "dequeued into the new conversation"
     assert "COOP_ACCEPT k1" in chat.finals(lines)[-1]
     old = chat.transcript()
     assert not chat.peer_entries(old, behind["msg_id"])
-    assert any(e.get("operation") == "enqueue" and "k1" in str(e.get("content")) for e in old)
+    assert enqueued(old, behind["message"]["content"])
+    assert dequeues(old) == 2, "the thinking frame's and the /clear's"
     assert old[-1]["type"] == "cost-state"
+
+
+def test_frames_queued_ahead_of_a_clear_take_the_frames_behind_it_along(
+    start_chat, sim_home
+) -> None:
+    # The order the first test avoids: a frame not yet taken into a turn when /clear is
+    # typed. Peer frames first in the queue jump the /clear, and take those behind it.
+    gate = sim_home.root / "think-gate"
+    chat = start_chat("--typed", "--think-gate", str(gate))
+    think_in_turn(chat, chat.frame("Think about this for a while."))
+    ahead = chat.frame("Queued ahead of the clear. Say COOP_ACCEPT kA")
+    chat.send(ahead)
+    chat.wait_transcript(lambda lines: enqueued(lines, ahead["message"]["content"]))
+    chat.type("/clear")
+    chat.wait_transcript(lambda lines: enqueued(lines, "/clear"))
+    behind = chat.frame("Queued behind the clear. Say COOP_ACCEPT kB")
+    chat.send(behind)
+    chat.wait_transcript(lambda lines: enqueued(lines, behind["message"]["content"]))
+    gate.touch()
+    new = drifted(chat)
+    old = chat.transcript()
+    a, b = entry_at(chat, old, ahead["msg_id"]), entry_at(chat, old, behind["msg_id"])
+    assert b == a + 1, "both in one batch, in the old file"
+    finals = chat.finals(old)
+    assert len(finals) == 2 and "COOP_ACCEPT kB" in finals[1], "the thinking turn, then theirs"
+    assert old[-1]["type"] == "cost-state"
+    talk = [e for e in _lines(transcript_of(chat, new)) if e.get("type") in ("user", "assistant")]
+    assert len(talk) == 2 and not chat.peer_entries(talk, behind["msg_id"]), "only the /clear"
 
 
 def test_a_frame_absorbed_before_the_queued_clear_runs_is_answered_in_the_old_file(
@@ -98,6 +135,28 @@ def test_a_frame_absorbed_before_the_queued_clear_runs_is_answered_in_the_old_fi
     old = chat.transcript()
     assert "COOP_ACCEPT k2" in chat.finals(old)[-1]
     assert old[-1]["type"] == "cost-state"
+
+
+def think_in_turn(chat: Any, frame: dict[str, Any]) -> None:
+    """Send ``frame`` and wait until its turn has begun (its entry is written): status
+    busy alone also means queued, and a /clear typed before the turn takes the frame
+    queues behind it instead of behind the turn."""
+    chat.send(frame)
+    chat.wait_transcript(lambda lines: chat.peer_entries(lines, frame["msg_id"]))
+
+
+def entry_at(chat: Any, lines: list[dict], msg_id: str) -> int:
+    """The index of the one entry naming ``msg_id``."""
+    (found,) = [i for i, entry in enumerate(lines) if chat.peer_entries([entry], msg_id)]
+    return found
+
+
+def enqueued(lines: list[dict], content: str) -> bool:
+    return any(e.get("operation") == "enqueue" and e.get("content") == content for e in lines)
+
+
+def dequeues(lines: list[dict]) -> int:
+    return sum(e.get("operation") == "dequeue" for e in lines)
 
 
 def _lines(path: Path) -> list[dict]:
