@@ -69,14 +69,9 @@ def test_a_frame_queued_behind_a_clear_typed_mid_turn_lands_in_the_new_file(
 ) -> None:
     # A turn without tool calls (a peer turn thinking, held open by the gate until the
     # frame behind the /clear is queued): what arrives meanwhile queues.
-    gate = sim_home.root / "think-gate"
-    chat = start_chat("--typed", "--think-gate", str(gate))
-    think_in_turn(chat, chat.frame("Think about this for a while."))
-    chat.type("/clear")
-    chat.wait_transcript(lambda lines: enqueued(lines, "/clear"))
-    behind = chat.frame("Queued behind the clear. Say COOP_ACCEPT k1")
-    chat.send(behind)
-    chat.wait_transcript(lambda lines: enqueued(lines, behind["message"]["content"]))
+    chat, gate = held_in_a_turn(start_chat, sim_home)
+    clear_queued(chat)
+    behind = queued(chat, chat.frame("Queued behind the clear. Say COOP_ACCEPT k1"))
     gate.touch()
     new = drifted(chat)
     new_path = transcript_of(chat, new)
@@ -98,17 +93,10 @@ def test_frames_queued_ahead_of_a_clear_take_the_frames_behind_it_along(
 ) -> None:
     # The order the first test avoids: a frame not yet taken into a turn when /clear is
     # typed. Peer frames first in the queue jump the /clear, and take those behind it.
-    gate = sim_home.root / "think-gate"
-    chat = start_chat("--typed", "--think-gate", str(gate))
-    think_in_turn(chat, chat.frame("Think about this for a while."))
-    ahead = chat.frame("Queued ahead of the clear. Say COOP_ACCEPT kA")
-    chat.send(ahead)
-    chat.wait_transcript(lambda lines: enqueued(lines, ahead["message"]["content"]))
-    chat.type("/clear")
-    chat.wait_transcript(lambda lines: enqueued(lines, "/clear"))
-    behind = chat.frame("Queued behind the clear. Say COOP_ACCEPT kB")
-    chat.send(behind)
-    chat.wait_transcript(lambda lines: enqueued(lines, behind["message"]["content"]))
+    chat, gate = held_in_a_turn(start_chat, sim_home)
+    ahead = queued(chat, chat.frame("Queued ahead of the clear. Say COOP_ACCEPT kA"))
+    clear_queued(chat)
+    behind = queued(chat, chat.frame("Queued behind the clear. Say COOP_ACCEPT kB"))
     gate.touch()
     new = drifted(chat)
     old = chat.transcript()
@@ -135,6 +123,26 @@ def test_a_frame_absorbed_before_the_queued_clear_runs_is_answered_in_the_old_fi
     old = chat.transcript()
     assert "COOP_ACCEPT k2" in chat.finals(old)[-1]
     assert old[-1]["type"] == "cost-state"
+
+
+def held_in_a_turn(start_chat: Any, sim_home: Any) -> tuple[Any, Path]:
+    """A typed chat thinking in a peer turn that lasts until the gate file is touched."""
+    gate = sim_home.root / "think-gate"
+    chat = start_chat("--typed", "--think-gate", str(gate))
+    think_in_turn(chat, chat.frame("Think about this for a while."))
+    return chat, gate
+
+
+def queued(chat: Any, frame: dict[str, Any]) -> dict[str, Any]:
+    """``frame``, sent and queued behind the turn (its enqueue is written)."""
+    chat.send(frame)
+    chat.wait_transcript(lambda lines: enqueued(lines, frame["message"]["content"]))
+    return frame
+
+
+def clear_queued(chat: Any) -> None:
+    chat.type("/clear")
+    chat.wait_transcript(lambda lines: enqueued(lines, "/clear"))
 
 
 def think_in_turn(chat: Any, frame: dict[str, Any]) -> None:
