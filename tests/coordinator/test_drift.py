@@ -9,6 +9,8 @@ import json
 import socket
 import uuid
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 from officekit import Office
 from waiting import wait_until
@@ -49,6 +51,41 @@ def _lines(chat: SimChat) -> list[bytes]:
         return []
 
 
+def _written(path: Path) -> list[dict[str, Any]]:
+    """The complete lines of a JSON-lines file the chat may be appending to, parsed."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    return [json.loads(line) for line in data.split(b"\n")[:-1] if line.strip()]
+
+
+def _enqueued(chat: SimChat, content: str) -> bool:
+    return any(
+        e.get("operation") == "enqueue" and e.get("content") == content
+        for e in _written(chat.transcript)
+    )
+
+
+def clear_queued(chat: SimChat) -> None:
+    """Type /clear into a chat in a turn, and wait until it is queued (its enqueue is
+    written): what the coordinator sends from now on queues behind it."""
+    chat.type("/clear")
+    wait_until(lambda: _enqueued(chat, "/clear"), "the /clear queued")
+
+
+def envelope_queued(chat: SimChat, envelope: str) -> None:
+    """Wait until the frame of ``envelope`` (its msg_id) is queued in the chat: the
+    enqueue entry of the very text its inbox received for that msg_id is written."""
+
+    def received() -> str | None:
+        frames = [f for f in _written(chat.frame_log) if f.get("msg_id") == envelope]
+        return str(frames[0]["message"]["content"]) if frames else None
+
+    text = wait_until(received, "the envelope's frame received")
+    wait_until(lambda: _enqueued(chat, text), "the envelope's frame queued")
+
+
 def tick_until(office: Office, done: Callable[[], object], what: str) -> object:
     def ticked() -> object:
         office.coordinator.tick()
@@ -57,9 +94,11 @@ def tick_until(office: Office, done: Callable[[], object], what: str) -> object:
     return wait_until(ticked, what, interval=0.05)
 
 
-def invited_while_busy(office: Office) -> tuple[SimChat, str]:
-    """A chat invited to a todo, thinking on a message of its own: (chat, invitation)."""
-    chat = office.macs["office"].start("--think", "1.5")
+def invited_while_busy(office: Office, gate: Path) -> tuple[SimChat, str]:
+    """A chat invited to a todo, thinking on a message of its own until ``gate`` exists
+    (its final unwritten: what the test queues meanwhile waits behind the turn):
+    (chat, invitation)."""
+    chat = office.macs["office"].start("--think-gate", str(gate))
     todo = office.engine.add_todo("Fix the importer")["id"]
     invitation = office.engine.invite(todo, chat.ref, "office")["outbox"]
     busy_with(chat, "Think about the release for a while.")
@@ -77,12 +116,15 @@ def accepted(office: Office, invitation: str) -> Outbox:
 
 
 def test_a_chat_cleared_mid_delivery_is_one_chat_and_its_answer_is_read_in_the_new_file(
-    office: Office,
+    office: Office, tmp_path: Path
 ) -> None:
-    chat, invitation = invited_while_busy(office)
+    gate = tmp_path / "think-gate"
+    chat, invitation = invited_while_busy(office, gate)
     old = chat.session_id
-    chat.type("/clear")  # queued behind the running turn: it runs first
+    clear_queued(chat)  # behind the running turn: it runs first
     tick_until(office, lambda: Outbox.get_by_id(invitation).transport_at, "the invitation written")
+    envelope_queued(chat, invitation)  # behind the /clear
+    gate.touch()  # the turn ends: the /clear, then the invitation's turn in the new file
     row = accepted(office, invitation)
     new = chat.entry()["sessionId"]
     assert new != old
@@ -112,14 +154,16 @@ def test_a_chat_cleared_mid_delivery_is_one_chat_and_its_answer_is_read_in_the_n
 
 
 def test_an_envelope_answered_in_the_old_file_before_the_clear_keeps_its_answer(
-    office: Office,
+    office: Office, tmp_path: Path
 ) -> None:
     """Frames queued ahead of a /clear are delivered, and answered, in the old file."""
-    chat, invitation = invited_while_busy(office)
+    gate = tmp_path / "think-gate"
+    chat, invitation = invited_while_busy(office, gate)
     old = chat.session_id
     tick_until(office, lambda: Outbox.get_by_id(invitation).transport_at, "the invitation written")
-    wait_until(lambda: b"enqueue" in chat.transcript.read_bytes(), "the invitation queued")
-    chat.type("/clear")  # queued behind the invitation: the invitation's turn is first
+    envelope_queued(chat, invitation)  # behind the running turn
+    clear_queued(chat)  # behind the invitation: the invitation's turn is first
+    gate.touch()  # the turn ends: the invitation's turn in the old file, then the /clear
     row = accepted(office, invitation)
     assert row.receipt["transcript"].endswith(f"{old}.jsonl")
     tick_until(office, lambda: Session.get().native_id != old, "the drift recorded")
