@@ -181,6 +181,7 @@ class Server:
         self.refusals = Refusals(log)
         self.notifier = notifier if notifier is not None else Notifier(fleet.notify)
         self._told_upto: int | None = None  # the last event the notifier was shown
+        self._news_since_chores = False  # a commit seen since the ledger's chores last ran
         self.failure: str | None = None  # why the coordinator stopped on its own, if it did
         self.stepped_down = False  # it lost the ledger to another coordinator
         self.workers = {
@@ -414,14 +415,20 @@ class Server:
         (a commit a reader can see: loop/news.py) passed to every Mac's worker; the Macs'
         passes run in their workers."""
         adoption_due = time.monotonic() + self.first_adoption_after
-        beat_due = 0.0
+        beat_due = chores_due = 0.0
         while not self.stopping.is_set():
             event = self.wake.is_set()
             self.wake.clear()  # a change during this round wakes the next one at once
             started = time.monotonic()
             self._look(news, event, started)  # first: a receipt waits on no chore
-            self._guarded("the ledger's chores", self._chores)
-            self._guarded("the notifier", self._tell)
+            if self._news_since_chores or started >= chores_due:
+                # The chores read the ledger alone: with no commit since they last ran and
+                # nothing falling due, they would find what they found then. A round woken
+                # only to look for a commit not yet visible costs one PRAGMA.
+                self._news_since_chores = False
+                self._guarded("the ledger's chores", self._chores)
+                self._guarded("the notifier", self._tell)
+                chores_due = self._chores_due(started)
             if started >= adoption_due and not self.stopping.is_set():
                 self._guarded("the adoption pass", self.adopt_now)
                 adoption_due = started + self.adoption_interval
@@ -429,20 +436,28 @@ class Server:
                 self._beat()
                 beat_due = started + HEARTBEAT_SECONDS
             self._gap(news, started + MIN_PASS_GAP)  # a burst of writes is one change
-            due = [adoption_due, beat_due, started + self.pass_interval]
+            due = [adoption_due, beat_due, chores_due]
             look = news.next_look()
             if look is not None:
                 due.append(look)
-            obligation = self._next_obligation()
-            if obligation is not None:
-                due.append(started + max(0.0, obligation - self.engine.clock()))
             self.wake.wait(max(0.0, min(due) - time.monotonic()))
+
+    def _chores_due(self, now: float) -> float:
+        """When the chores run again without news (monotonic): when the next open
+        obligation falls due, and at the latest after `pass_interval`."""
+        due = now + self.pass_interval
+        obligation = self._next_obligation()
+        if obligation is not None:
+            due = min(due, now + max(0.0, obligation - self.engine.clock()))
+        return due
 
     def _look(self, news: LedgerNews, event: bool, now: float) -> None:
         """Tell the workers of a commit a reader can see (loop/news.py), never of a file
-        event alone: an event only says when to look."""
+        event alone: an event only says when to look. The loop's next round runs the
+        chores for it."""
         changed = news.take(event, now)
         if changed:
+            self._news_since_chores = True
             for worker in self.workers.values():
                 worker.news()
 

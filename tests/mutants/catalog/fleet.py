@@ -428,4 +428,23 @@ MUTANTS = (
         "            if True:\n",
         (f"{NEWS}::test_a_commit_seen_in_the_pause_between_rounds_reaches_the_workers_then",),
     ),
+    Mutant(
+        "a-commit-between-rounds-runs-no-chore",
+        "the ledger's chores run in the round after a commit the loop can see: an overdue"
+        " obligation is swept then, not at the next hour's pass",
+        "coop_engine/loop/serve.py",
+        "            self._news_since_chores = True\n",
+        "            pass\n",
+        ("tests/coordinator/test_chores.py",),
+        select="commit_runs",
+    ),
+    Mutant(
+        "every-look-runs-the-chores",
+        "a round woken only to look again for a commit not yet visible runs no chore",
+        "coop_engine/loop/serve.py",
+        "            if self._news_since_chores or started >= chores_due:\n",
+        "            if True:\n",
+        ("tests/coordinator/test_chores.py",),
+        select="only_look",
+    ),
 )
