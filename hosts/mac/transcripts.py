@@ -215,6 +215,26 @@ def _collect_hits(
         position = data.find(needle, line_end, end)
 
 
+def _open_regular(path: StrPath | None) -> tuple[int, os.stat_result] | None:
+    """The file open for reading, and its stat, when a regular file is at `path`."""
+    if path is None:
+        return None
+    try:
+        # O_NONBLOCK: a FIFO named like a transcript must not hold the reader.
+        fd = os.open(os.fspath(path), os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        return None
+    return fd, info
+
+
 def newest_line(
     path: StrPath | None,
     needle: bytes,
@@ -233,17 +253,11 @@ def newest_line(
     times the rest of `coop chats` (issue 32). Read into `buffer` when it holds
     `max_bytes + 1`: a listing passes one for all its chats, where a fresh quarter
     megabyte for each read cost more than the search."""
-    if path is None:
+    opened = _open_regular(path)
+    if opened is None:
         return None
+    fd, info = opened
     try:
-        # O_NONBLOCK: a FIFO named like a transcript must not hold the reader.
-        fd = os.open(os.fspath(path), os.O_RDONLY | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return None
         floor = max(0, info.st_size - max_bytes - 1)  # where tail() starts reading
         if buffer is None or len(buffer) < info.st_size - floor:
             buffer = bytearray(info.st_size - floor)
@@ -288,18 +302,12 @@ def _newest_taken(
 def tail(path: StrPath | None, max_bytes: int) -> Chunk:
     """The complete lines in the last `max_bytes` of the file; no lines and no inode
     when no regular file is there."""
-    if path is None:
-        return Chunk(None, 0, 0, 0, None)
-    name = os.fspath(path)
-    try:
-        # O_NONBLOCK: a FIFO named like a transcript must not hold the reader.
-        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError:
+    name = None if path is None else os.fspath(path)
+    opened = _open_regular(name)
+    if opened is None:
         return Chunk(name, 0, 0, 0, None)
+    fd, info = opened
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return Chunk(name, 0, 0, 0, None)
         # Start one byte early: if that byte is a newline, the first line is whole.
         start = max(0, info.st_size - max_bytes - 1)
         data = os.pread(fd, info.st_size - start, start)

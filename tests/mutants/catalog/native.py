@@ -243,4 +243,24 @@ MUTANTS = (
         ("tests/properties/test_transcript_reader.py",),
         select="newest_line_taken",
     ),
+    Mutant(
+        "a-folder-named-like-a-transcript-is-read",
+        "only a regular file is a transcript: a folder or a FIFO named like one is no"
+        " transcript to either reader, and reading goes on",
+        "hosts/mac/transcripts.py",
+        "    if not stat.S_ISREG(info.st_mode):\n",
+        "    if False:\n",
+        ("tests/properties/test_transcript_reader.py",),
+        select="no_regular_file",
+    ),
+    Mutant(
+        "a-reused-buffer-is-read-past-this-read",
+        "a buffer reused across a listing's transcripts holds earlier files' bytes: only what"
+        " this read put there is searched",
+        "hosts/mac/transcripts.py",
+        '        line_end = data.find(b"\\n", at, length)\n',
+        '        line_end = data.find(b"\\n", at)\n',
+        ("tests/properties/test_transcript_reader.py",),
+        select="newest_line_taken",
+    ),
 )
