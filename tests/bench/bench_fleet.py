@@ -38,7 +38,14 @@ from hosts.channel import HelperClient
 from hosts.mac.local import LocalHost
 from hosts.pipe import PipeHost
 from hosts.sim.launch import SimChat, SimFleet
-from tests.bench.common import COUNTING_SERVE, LiveRegistry, cpu_seconds, report, run_main
+from tests.bench.common import (
+    COUNTING_SERVE,
+    LiveRegistry,
+    cpu_seconds,
+    report,
+    run_main,
+    started_serve,
+)
 from tests.netdelay import DelayProxy
 from tests.ssh.sshd_harness import SSHD, ClientKeys, Sshd, short_tmp
 from tests.waiting import wait_until
@@ -112,15 +119,7 @@ class Rig:
 
     @contextmanager
     def serving(self, argv: list[str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
-        log = self.root / "serve.log"
-        with log.open("ab") as out:
-            process = subprocess.Popen(
-                argv or [COOP, "serve"], stdout=out, stderr=subprocess.STDOUT, env=self.env()
-            )
-        deadline = time.monotonic() + 60
-        while "serving" not in log.read_text():
-            assert process.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.05)
+        process = started_serve(argv or [COOP, "serve"], self.root / "serve.log", self.env())
         try:
             yield process
         finally:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,7 +28,7 @@ from pathlib import Path
 from coop_engine.db import open_ledger
 from coop_engine.engine import Engine
 from coop_engine.models import HostQueue, Notification, Outbox
-from tests.bench.common import COUNTING_SERVE, cpu_seconds, report, run_main
+from tests.bench.common import COUNTING_SERVE, cpu_seconds, report, run_main, started_serve
 from tests.refusing import RefusingChat
 
 WINDOW = 25.0  # seconds each serve is measured for
@@ -47,19 +46,8 @@ def _serve(root: Path, env: dict[str, str], seconds: float) -> tuple[float, floa
     `seconds`: its CPU as a fraction of one core, and its passes per minute."""
     counted, log = root / "passes.txt", root / "serve.log"
     counted.write_text("")
-    with log.open("ab") as out:
-        serve = subprocess.Popen(
-            [sys.executable, "-c", COUNTING_SERVE, str(counted)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
+    serve = started_serve([sys.executable, "-c", COUNTING_SERVE, str(counted)], log, env)
     try:
-        deadline = time.monotonic() + 60
-        while "serving" not in log.read_text():
-            if serve.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"coop serve did not start:\n{log.read_text()}")
-            time.sleep(0.02)
         before_cpu, before_passes = cpu_seconds(serve.pid), len(counted.read_text().split())
         time.sleep(seconds)
         cpu = cpu_seconds(serve.pid) - before_cpu
