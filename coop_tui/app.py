@@ -32,6 +32,7 @@ from coop_engine.db import open_ledger
 from coop_engine.engine import Engine
 from coop_engine.loop.office import Office
 from coop_engine.loop.survey import asking
+from coop_engine.loop.watching import watch_changes
 from coop_engine.queries.status import header_counts, unread_notices
 from coop_tui.attention import Attention
 from coop_tui.chats import Directory
@@ -266,7 +267,7 @@ class CoopApp(LivePanes, Decisions, Coordination, Attention):
         if not self.home.is_dir():
             return
         self._observer = Observer()
-        self._observer.schedule(_LedgerWatch(self), str(self.home), recursive=False)
+        watch_changes(self._observer, _LedgerWatch(self), str(self.home))
         self._observer.daemon = True
         self._observer.start()
 

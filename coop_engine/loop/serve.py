@@ -7,13 +7,13 @@ second one is refused at once, naming the first. Each pass beats the claim's hea
 Each Mac has its own worker (loop/macs.py), so no Mac waits for another. A pass runs
 because something changed or because something is due, never on its own reads:
 watchdog watches this Mac's registry folder and the transcript folders of chats with
-envelopes in flight, counting only files created, written, moved or deleted (never an
-open or a read, which watchdog also reports); another Mac's helper answers a long-poll;
-a commit to the ledger (a `coop invite` from another process), once a reader can see it
-(loop/news.py), wakes the workers that have an envelope to send. Otherwise a Mac
-sleeps until its next due time (a verdict's grace, a paced envelope's turn), the
-ledger's chores until theirs (an obligation, the adoption minute, the heartbeat), each
-at most `longest` seconds.
+envelopes in flight, asking the kernel only for files created, written, moved or deleted
+(loop/watching.py: never for an open or a read, Coop's own reads among them); another
+Mac's helper answers a long-poll; a commit to the ledger (a `coop invite` from another
+process), once a reader can see it (loop/news.py), wakes the workers that have an
+envelope to send. Otherwise a Mac sleeps until its next due time (a verdict's grace, a
+paced envelope's turn), the ledger's chores until theirs (an obligation, the adoption
+minute, the heartbeat), each at most `longest` seconds.
 After the chores, each event since the last round that needs a decision from Dad (an
 expiry, a conflict, a hold, a refused adoption, an overdue obligation) goes to the
 notifier (loop/notifier.py), as fleet.toml's `[notify]` allows.
@@ -63,6 +63,7 @@ from coop_engine.loop.hub import Hub, HubError
 from coop_engine.loop.macs import LONG_POLL_SECONDS, RETRY_MOST, MacWorker
 from coop_engine.loop.news import LedgerNews
 from coop_engine.loop.notifier import Notifier
+from coop_engine.loop.watching import CHANGES, watch_changes
 from coop_engine.models import Obligation
 from coop_engine.queries import latest_event
 from coop_engine.queries.status import alerts_between
@@ -74,8 +75,6 @@ MIN_PASS_GAP = 0.05
 PASS_WAIT = 90.0  # how long `coop tick` waits for this coordinator's pass on every Mac
 LONGEST = 30.0  # the longest a Mac goes unsurveyed, or the ledger unswept, when idle
 HEARTBEAT_SECONDS = 10.0
-# watchdog's event types that mean a file changed ("closed" is a close after a write).
-CHANGES = frozenset({"created", "modified", "moved", "deleted", "closed", "attrib"})
 LEDGER_FILES = "coop.db"  # the ledger, its -wal and -shm: a write there says look for news
 Log = Callable[[str], None]
 Errors = tuple[type[Exception], ...]
@@ -218,9 +217,7 @@ class Server:
     def _watch(self, folder: str, wake: Callable[[], None], wanted: Callable[[str], bool]) -> None:
         if folder in self._watched or not os.path.isdir(folder):
             return
-        self._watched[folder] = self.observer.schedule(
-            _Signal(wake, wanted), folder, recursive=False
-        )
+        self._watched[folder] = watch_changes(self.observer, _Signal(wake, wanted), folder)
 
     def _refresh_watches(self) -> None:
         """What this Mac's last survey watched: the registry folder, and the transcripts

@@ -305,6 +305,15 @@ def local_receipt_latency() -> bool:
     (17 ms after each survey's live entries are read into processes once, not once per
     enrolled chat: 40 x 200 readings a pass before), of which the survey of 200 registry
     entries and 40 transcripts is 10 to 13 ms.
+
+    On a slower day of the same machine this missed (median 0.080 to 0.097 s in four
+    runs, on this code and on the code before the chores change alike): a pass took
+    119 ms at the median and its registry listing 49 ms, where `coop chats` lists the
+    same 200 entries in 12. The watch was asking inotify for opens and closes after
+    reading, so each survey's own reads came back as some 400 events for watchdog's
+    threads to parse, under the GIL the survey waited on. Asking for changes only
+    (coop_engine/loop/watching.py): a pass 67 ms, its listing 15 ms, a receipt 0.040 s
+    at the median.
     """
     rig = Rig(count=0, chats=0, delay=0.0)
     (rig.home / "fleet.toml").unlink()  # this Mac alone

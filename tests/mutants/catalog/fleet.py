@@ -447,4 +447,15 @@ MUTANTS = (
         ("tests/coordinator/test_chores.py",),
         select="only_look",
     ),
+    Mutant(
+        "the-watch-asks-for-reads",
+        "the office's watch asks inotify for changes only: each survey's own reads of the"
+        " registry and transcripts are no events for watchdog's threads to parse",
+        "coop_engine/loop/watching.py",
+        "    return observer.schedule(handler, folder, recursive=False,"
+        " event_filter=CHANGE_EVENTS)\n",
+        "    return observer.schedule(handler, folder, recursive=False)\n",
+        ("tests/coordinator/test_idle.py",),
+        select="kernel",
+    ),
 )
