@@ -32,7 +32,7 @@ from coop_engine.db import open_ledger
 from coop_engine.engine import Engine
 from coop_engine.loop.office import Office
 from coop_engine.loop.survey import asking
-from coop_engine.loop.watching import watch_changes
+from coop_engine.loop.watching import CHANGES, watch_changes
 from coop_engine.queries.status import header_counts, unread_notices
 from coop_tui.attention import Attention
 from coop_tui.chats import Directory
@@ -46,7 +46,6 @@ from coop_tui.widgets.panes import HostsPane, OutboxPane, SessionsPane
 
 Clock = Callable[[], float]
 STOP_SECONDS = 10.0
-WRITES = frozenset({"modified", "created", "moved", "deleted"})
 # Actions on the three panes and their selection: only while the panes are on screen.
 PANE_ACTIONS = frozenset(
     {
@@ -70,8 +69,8 @@ class _LedgerWatch(FileSystemEventHandler):
         self.app = app
 
     def on_any_event(self, event: FileSystemEvent) -> None:
-        # Writes only: a reader opening the ledger (our own workers too) changes nothing.
-        if event.event_type not in WRITES:
+        # Changes only (the watch asks for no opens or reads): a reader changes nothing.
+        if event.event_type not in CHANGES:
             return
         if os.path.basename(os.fsdecode(event.src_path)).startswith("coop.db"):
             self.app.post_message(LedgerChanged())

@@ -44,9 +44,9 @@ from tests.bench.common import (
     cpu_seconds,
     report,
     run_main,
-    started_serve,
 )
 from tests.netdelay import DelayProxy
+from tests.serving import started_serve
 from tests.ssh.sshd_harness import SSHD, ClientKeys, Sshd, short_tmp
 from tests.waiting import wait_until
 

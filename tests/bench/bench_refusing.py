@@ -28,8 +28,9 @@ from pathlib import Path
 from coop_engine.db import open_ledger
 from coop_engine.engine import Engine
 from coop_engine.models import HostQueue, Notification, Outbox
-from tests.bench.common import COUNTING_SERVE, cpu_seconds, report, run_main, started_serve
+from tests.bench.common import COUNTING_SERVE, cpu_seconds, report, run_main
 from tests.refusing import RefusingChat
+from tests.serving import started_serve
 
 WINDOW = 25.0  # seconds each serve is measured for
 # A ratio of two figures near zero is noise: the baseline counts as at least 1% of a core.

@@ -39,25 +39,6 @@ sys.exit(main(["serve"]))
 """
 
 
-def started_serve(argv: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    """`argv`, a `coop serve`, started with its output appended to `log`, once it says
-    it serves: in what it wrote itself. A log that an earlier serve wrote "serving" in
-    would otherwise end the wait at once, and the new serve's start-up would count in
-    whatever is measured next."""
-    offset = log.stat().st_size if log.exists() else 0
-    with log.open("ab") as out:
-        serve = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
-    deadline = time.monotonic() + 60
-    while b"serving" not in log.read_bytes()[offset:]:
-        if serve.poll() is not None or time.monotonic() > deadline:
-            serve.kill()
-            serve.wait(30)
-            written = log.read_bytes()[offset:].decode(errors="replace")
-            raise RuntimeError(f"coop serve did not start:\n{written}")
-        time.sleep(0.02)
-    return serve
-
-
 def cpu_seconds(pid: int) -> float:
     """The CPU time (user and system) a live process has used so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()

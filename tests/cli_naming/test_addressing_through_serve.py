@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from waiting import wait_until
+from serving import started_serve
 
 from hosts.sim.launch import SimFleet
 
@@ -25,16 +25,9 @@ REPO = Path(__file__).resolve().parents[2]
 def serving(coop_home: Path, env: dict[str, str], tmp_path: Path) -> Iterator[Path]:
     """`coop serve` on the test's home until the test ends; its log."""
     log = tmp_path / "serve.log"
-    with log.open("ab") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "coop_engine.cli", "--home", str(coop_home), "serve"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, **env},
-            cwd=REPO,
-        )
+    argv = [sys.executable, "-m", "coop_engine.cli", "--home", str(coop_home), "serve"]
+    process = started_serve(argv, log, {**os.environ, **env}, cwd=REPO)
     try:
-        wait_until(lambda: "serving" in log.read_text(), "serve serving", detail=log.read_text)
         yield log
     finally:
         process.send_signal(signal.SIGTERM)

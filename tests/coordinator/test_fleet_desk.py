@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from officekit import Office
-from waiting import wait_until
+from serving import started_serve
 
 from coop_engine.loop.desk import Desk
 from coop_engine.loop.hub import hub_path
@@ -37,17 +37,7 @@ def listing(office: Office, *args: str) -> Any:
 
 
 def start_serve(office: Office, log: Path) -> subprocess.Popen[bytes]:
-    with log.open("ab") as out:
-        process = subprocess.Popen(
-            [COOP, "serve"], stdout=out, stderr=subprocess.STDOUT, env=office.env()
-        )
-
-    def serving() -> bool:
-        assert process.poll() is None, log.read_text()
-        return "serving" in log.read_text()
-
-    wait_until(serving, "serve says it is serving", detail=log.read_text)
-    return process
+    return started_serve([COOP, "serve"], log, office.env())
 
 
 def without_via(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

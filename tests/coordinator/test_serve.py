@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from officekit import Office
+from serving import started_serve
 from waiting import wait_until
 
 COOP = str(Path(sys.executable).with_name("coop"))
@@ -30,18 +31,7 @@ def coop_json(office: Office, *args: str) -> list[dict]:
 
 
 def serve(office: Office, log: Path, interval: str = "0.5") -> subprocess.Popen[bytes]:
-    handle = log.open("ab")
-    process = subprocess.Popen(
-        [COOP, "serve", "--interval", interval],
-        stdout=handle,
-        stderr=subprocess.STDOUT,
-        env=office.env(),
-    )
-    handle.close()
-    wait_until(
-        lambda: "serving" in log.read_text(), "serve says it is serving", detail=log.read_text
-    )
-    return process
+    return started_serve([COOP, "serve", "--interval", interval], log, office.env())
 
 
 def test_serve_delivers_a_new_invitation_at_once_not_at_its_next_interval(

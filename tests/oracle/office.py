@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from netdelay import DelayProxy
+from serving import started_serve
 from ssh.sshd_harness import ClientKeys, Sshd
 from waiting import wait_until
 
@@ -201,15 +202,8 @@ class MixedOffice:
 
     def serve(self) -> None:
         """`coop serve` as a process, until it says it is serving."""
-        with self.serve_log.open("ab") as out:
-            self.server = subprocess.Popen(
-                [COOP, "serve", "--interval", "0.5"],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=self.env(),
-                cwd=ROOT,
-            )
-        self.until(lambda: "serving" in self._log_tail(), "serve serving")
+        argv = [COOP, "serve", "--interval", "0.5"]
+        self.server = started_serve(argv, self.serve_log, self.env(), cwd=ROOT)
 
     def stop_serving(self) -> int:
         """SIGTERM serve; its exit status."""

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from serving import started_serve
 from test_demo_tmux import Terminal, terminal  # noqa: F401 (the fixture)
 
 from coop_engine.db import open_ledger
@@ -32,17 +32,7 @@ def serve(tmp_path: Path) -> Iterator[tuple[Path, subprocess.Popen[bytes]]]:
         "PATH": os.environ["PATH"],
     }
     env |= {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}
-    with log.open("ab") as out:
-        process = subprocess.Popen(
-            [*coop_command(), "serve", "--interval", "0.2"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-    deadline = time.monotonic() + DEADLINE
-    while "serving" not in log.read_text():
-        assert process.poll() is None and time.monotonic() < deadline, log.read_text()
-        time.sleep(0.02)
+    process = started_serve([*coop_command(), "serve", "--interval", "0.2"], log, env)
     try:
         yield home, process
     finally:

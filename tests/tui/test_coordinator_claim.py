@@ -9,12 +9,12 @@ import re
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from serving import started_serve
 from textual.pilot import Pilot
 from tuikit import drive, flat, screen_text, until
 
@@ -54,14 +54,7 @@ def serve(home: Path, workdir: Path) -> Iterator[subprocess.Popen[bytes]]:
     }
     # The test's own import path, when it has one: `coop` runs the code under test.
     env |= {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}
-    with log.open("ab") as out:
-        process = subprocess.Popen(
-            [COOP, "serve", "--interval", "0.2"], stdout=out, stderr=subprocess.STDOUT, env=env
-        )
-    deadline = time.monotonic() + DEADLINE
-    while "serving" not in log.read_text():
-        assert process.poll() is None and time.monotonic() < deadline, log.read_text()
-        time.sleep(0.02)
+    process = started_serve([COOP, "serve", "--interval", "0.2"], log, env)
     try:
         yield process
     finally:

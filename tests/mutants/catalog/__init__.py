@@ -6,6 +6,7 @@ from ..mutant import Mutant
 from . import (
     adoption,
     app,
+    bench,
     door,
     faces,
     fleet,
@@ -37,4 +38,5 @@ MUTANTS: tuple[Mutant, ...] = (
     *scale.MUTANTS,
     *standby.MUTANTS,
     *start.MUTANTS,
+    *bench.MUTANTS,
 )

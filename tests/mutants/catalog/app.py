@@ -125,7 +125,7 @@ MUTANTS = (
         "ledger-watch-ignores-writes",
         "live panes: a write to the ledger file, by any process, reaches the panes at once",
         "coop_tui/app.py",
-        "        if event.event_type not in WRITES:\n            return\n",
+        "        if event.event_type not in CHANGES:\n            return\n",
         "        return\n",
         (
             "tests/tui/test_live.py::"
