@@ -26,8 +26,8 @@ from watchdog.events import (
 )
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
-# watchdog's event types that mean a file changed ("closed" is a close after a write).
-CHANGES = frozenset({"created", "modified", "moved", "deleted", "closed", "attrib"})
+# watchdog's events that mean a file changed ("closed" is a close after a write): what a
+# watch asks the kernel for, and, by their names, what its handler acts on.
 CHANGE_EVENTS = [
     FileCreatedEvent,
     DirCreatedEvent,
@@ -41,6 +41,7 @@ CHANGE_EVENTS = [
     DirDeletedEvent,
     FileClosedEvent,
 ]
+CHANGES = frozenset(event.event_type for event in CHANGE_EVENTS)
 
 
 def watch_changes(
