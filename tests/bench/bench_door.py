@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -250,7 +251,11 @@ def transcript_find() -> bool:
 
 def _cli_list(name: str, bin_dir: Path, maximum: float | None, turn_bytes: int = 0) -> bool:
     """`coop chats --json` at 200 chats against `python -c pass`, both from `bin_dir`:
-    what a person waits for on every call, beside what any Python program waits for."""
+    what a person waits for on every call, beside what any Python program waits for.
+    Beside them, the floor (tests/bench/listing_floor.py): the least a Python program
+    pays to read and print what the listing reads, with no checks and no modules of its
+    own. Its ratio says how near the bound any listing in Python can come on this
+    machine."""
     registry = LiveRegistry(CHATS, turn_bytes=turn_bytes)
     env = {
         **os.environ,
@@ -265,21 +270,24 @@ def _cli_list(name: str, bin_dir: Path, maximum: float | None, turn_bytes: int =
 
     listed = registry.root / "listed.json"
 
-    def listing() -> None:
-        # Into a file, as `coop chats --json > file` would: the time is the command's,
-        # not the benchmark's own reading and parsing of what it printed.
-        with listed.open("wb") as out:
-            subprocess.run(
-                [str(bin_dir / "coop"), "chats", "--json"], stdout=out, env=env, check=True
-            )
+    def printed(argv: list[str]) -> Callable[[], None]:
+        def run() -> None:
+            # Into a file, as `coop chats --json > file` would: the time is the
+            # command's, not the benchmark's own reading and parsing of what it printed.
+            with listed.open("wb") as out:
+                subprocess.run(argv, stdout=out, env=env, cwd=ROOT, check=True)
 
-    def bare() -> None:
-        subprocess.run([str(bin_dir / "python"), "-c", "pass"], check=True, env=env)
+        return run
+
+    listing = printed([str(bin_dir / "coop"), "chats", "--json"])
+    floor = printed([str(bin_dir / "python"), "-m", "tests.bench.listing_floor"])
+    bare = printed([str(bin_dir / "python"), "-c", "pass"])
 
     try:
-        listing()  # the warm-up, and the proof that the listing lists every chat
-        assert len(json.loads(listed.read_bytes())) == CHATS
-        chats, python = alternating_medians(listing, bare, repeat=15)
+        for run in (floor, listing):  # the warm-ups, and the proof that each lists every chat
+            run()
+            assert len(json.loads(listed.read_bytes())) == CHATS
+        chats, least, python = alternating_medians(listing, floor, bare, repeat=15)
     finally:
         registry.close()
     return report(
@@ -289,6 +297,8 @@ def _cli_list(name: str, bin_dir: Path, maximum: float | None, turn_bytes: int =
         chats=CHATS,
         coop_chats_ms=chats * 1000,
         python_pass_ms=python * 1000,
+        floor_ms=least * 1000,
+        floor_ratio=round(least / python, 2),
     )
 
 

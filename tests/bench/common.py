@@ -56,19 +56,18 @@ def median_seconds(job: Callable[[], Any], repeat: int = 7, warmup: int = 1) -> 
     return statistics.median(times)
 
 
-def alternating_medians(
-    job: Callable[[], Any], baseline: Callable[[], Any], repeat: int = 15
-) -> tuple[float, float]:
-    """The median seconds of `job` and of `baseline`, run in turns after one warm-up of
-    each: a machine that grows busier halfway weighs on both alike."""
-    job(), baseline()
-    times: tuple[list[float], list[float]] = ([], [])
+def alternating_medians(*jobs: Callable[[], Any], repeat: int = 15) -> tuple[float, ...]:
+    """The median seconds of each job, run in turns after one warm-up of each: a machine
+    that grows busier halfway weighs on all of them alike."""
+    for job in jobs:
+        job()
+    times: list[list[float]] = [[] for _ in jobs]
     for _ in range(repeat):
-        for taken, run in zip(times, (job, baseline), strict=True):
+        for taken, run in zip(times, jobs, strict=True):
             start = time.perf_counter()
             run()
             taken.append(time.perf_counter() - start)
-    return statistics.median(times[0]), statistics.median(times[1])
+    return tuple(statistics.median(taken) for taken in times)
 
 
 def report(
