@@ -75,6 +75,9 @@ class _LedgerWatch(FileSystemEventHandler):
         if os.path.basename(os.fsdecode(event.src_path)).startswith("coop.db"):
             self.app.post_message(LedgerChanged())
 
+    def on_events_lost(self, event: FileSystemEvent) -> None:
+        self.app.post_message(LedgerChanged())  # the ledger may have changed unseen
+
 
 class CoopApp(LivePanes, Decisions, Coordination, Attention):
     CSS_PATH = "coop.tcss"

@@ -94,6 +94,9 @@ class _Signal(FileSystemEventHandler):
         if any(path and self.wanted(os.fsdecode(path)) for path in paths):
             self.wake()
 
+    def on_events_lost(self, event: FileSystemEvent) -> None:
+        self.wake()  # whatever was wanted may have changed unseen
+
 
 def is_ledger_file(path: str) -> bool:
     """A file whose change may be another process's command: the SQLite ledger's."""

@@ -6,6 +6,7 @@ transcript in flight, in the folders it watches: each read came back as two even
 watchdog's threads to parse, under the GIL the next survey waited on (a pass at 200
 chats took 119 ms where it takes 67; issue 32's local_receipt_latency). A watch made
 here asks the kernel only for what CHANGES names. (macOS's FSEvents reports no reads.)
+A handler is also told when the kernel lost events (TOLD).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from watchdog.events import (
     DirDeletedEvent,
     DirModifiedEvent,
     DirMovedEvent,
+    EventsLostEvent,
     FileAttribEvent,
     FileClosedEvent,
     FileCreatedEvent,
@@ -42,10 +44,17 @@ CHANGE_EVENTS = [
     FileClosedEvent,
 ]
 CHANGES = frozenset(event.event_type for event in CHANGE_EVENTS)
+# What a watch is told: the changes, and that the kernel dropped some (its queue for the
+# watch overflowed while the process was stopped or starved), which watchdog tells a
+# handler's on_events_lost. A handler told of a loss looks again, as if everything it
+# watches had changed: without it, a receipt written in the overflow waited for the
+# next timed pass.
+TOLD = [*CHANGE_EVENTS, EventsLostEvent]
 
 
 def watch_changes(
     observer: BaseObserver, handler: FileSystemEventHandler, folder: str
 ) -> ObservedWatch:
-    """`handler` told of the changes to `folder`'s own entries (not its subfolders')."""
-    return observer.schedule(handler, folder, recursive=False, event_filter=CHANGE_EVENTS)
+    """`handler` told of the changes to `folder`'s own entries (not its subfolders'), and
+    of any the kernel lost."""
+    return observer.schedule(handler, folder, recursive=False, event_filter=TOLD)

@@ -133,6 +133,16 @@ MUTANTS = (
         ),
     ),
     Mutant(
+        "ledger-watch-ignores-lost-events",
+        "live panes: when the kernel dropped the ledger watch's events, the panes read the"
+        " ledger at once, not at the next poll",
+        "coop_tui/app.py",
+        "        self.app.post_message(LedgerChanged())  # the ledger may have changed unseen\n",
+        "        pass\n",
+        ("tests/coordinator/test_watch_loss.py",),
+        select="app",
+    ),
+    Mutant(
         "notices-cut-before-columns-drop",
         "fits the terminal: the notices drop columns before a value is cut",
         "coop_tui/screens/notices.py",

@@ -452,10 +452,29 @@ MUTANTS = (
         "the office's watch asks inotify for changes only: each survey's own reads of the"
         " registry and transcripts are no events for watchdog's threads to parse",
         "coop_engine/loop/watching.py",
-        "    return observer.schedule(handler, folder, recursive=False,"
-        " event_filter=CHANGE_EVENTS)\n",
+        "    return observer.schedule(handler, folder, recursive=False, event_filter=TOLD)\n",
         "    return observer.schedule(handler, folder, recursive=False)\n",
         ("tests/coordinator/test_idle.py",),
         select="kernel",
+    ),
+    Mutant(
+        "a-watch-is-not-told-of-lost-events",
+        "a receipt is seen at once: events the kernel dropped (an overflowed inotify queue)"
+        " wake the pass as a change would, not the next timed pass",
+        "coop_engine/loop/watching.py",
+        "TOLD = [*CHANGE_EVENTS, EventsLostEvent]\n",
+        "TOLD = CHANGE_EVENTS\n",
+        ("tests/coordinator/test_watch_loss.py",),
+        select="serve",
+    ),
+    Mutant(
+        "the-pass-sleeps-through-lost-events",
+        "a receipt is seen at once: events the kernel dropped (an overflowed inotify queue)"
+        " wake the pass as a change would, not the next timed pass",
+        "coop_engine/loop/serve.py",
+        "        self.wake()  # whatever was wanted may have changed unseen\n",
+        "        pass\n",
+        ("tests/coordinator/test_watch_loss.py",),
+        select="serve",
     ),
 )
