@@ -69,9 +69,18 @@ def _dialog_expiry(inputs: dict[str, Any]) -> str:
     return DEFAULT_DIALOG_EXPIRY
 
 
+def _unsearched(inputs: dict[str, Any]) -> bool:
+    """Whether the transcript recorded no mode in the part the host searched, and may
+    have recorded one before it (a long turn's tool output since the last prompt):
+    then neither its command line nor its settings says its mode now."""
+    return not inputs.get("recorded_mode") and inputs.get("recorded_mode_complete") is False
+
+
 def _mode(inputs: dict[str, Any]) -> str | None:
     """The receiver's recorded mode: its transcript, else its command line, else
-    permissions.defaultMode from its settings."""
+    permissions.defaultMode from its settings; None when it cannot be known."""
+    if _unsearched(inputs):
+        return None
     for candidate in (inputs.get("recorded_mode"), inputs.get("cmdline_mode")):
         if candidate:
             return str(candidate)
@@ -101,6 +110,9 @@ def inbound_policy(inputs: dict[str, Any]) -> dict[str, Any]:
             break
     mode = _mode(inputs)
     if verdict is None:
+        if mode is None and _unsearched(inputs):
+            why = "no permission mode in the newest part of the transcript read; an older may hold"
+            return _unknown(why, expiry)
         if mode is None:
             return _unknown("no explicit setting and no recorded permission mode", expiry)
         if mode not in KNOWN_MODES:

@@ -1,7 +1,6 @@
 """cli_list's floor (tests/bench/listing_floor.py) reads what `coop chats` reads: the same
-chats, each live, with the name, status and mode Coop finds; a chat in the middle of a
-long turn has no mode in the floor's 256 KB either. A floor that read less would make
-any bound look out of reach."""
+chats, each live, with the name, status and mode Coop finds, in the middle of a long
+turn as well. A floor that read less would make any bound look out of reach."""
 
 from __future__ import annotations
 
@@ -43,4 +42,6 @@ def test_the_floor_reads_what_the_listing_reads(turn_bytes: int) -> None:
     assert all(row["live"] for row in floor)
     assert all(row["socket"] for row in floor)
     assert all(row["argv"] == 2 for row in floor)  # `sleep 3600`
-    assert [row["mode"] for row in floor] == ["auto" if not turn_bytes else None] * 3
+    assert [row["mode"] for row in floor] == ["auto"] * 3
+    # Coop found the same mode (auto accepts); a mode it could not know would be unknown.
+    assert [row["inbound"] for row in coop] == ["accept"] * 3

@@ -104,7 +104,7 @@ class LocalHost(Host):
             }
             if reader is not None and entry.live:
                 mode = self._recorded_mode(str(entry.session_id), data.get("cwd"), buffer)
-                chat["policy_inputs"] = reader.inputs(data, mode)
+                chat["policy_inputs"] = reader.inputs(data, *mode)
             chats.append(chat)
         answer: dict[str, Any] = {"host": self.name, "chats": chats, "skipped": scan.skipped}
         if codex:
@@ -133,7 +133,7 @@ class LocalHost(Host):
         if entry is None:
             raise native.NativeRefusal(native.no_live_chat(session_id, scan))
         mode = self._recorded_mode(session_id, entry.data.get("cwd"))
-        return self._settings_reader().inputs(entry.data, mode)
+        return self._settings_reader().inputs(entry.data, *mode)
 
     # --- transcripts ------------------------------------------------------------------
 
@@ -150,11 +150,12 @@ class LocalHost(Host):
 
     def _recorded_mode(
         self, session_id: str, cwd: str | None, buffer: bytearray | None = None
-    ) -> str | None:
-        """The newest permission mode the chat's transcript recorded. Read where it was
-        found before, or where its cwd puts it, at once: a listing reads 200 of them, and
-        looking first costs as much as the read. Only when no file is there is it looked
-        for by the id (_transcript)."""
+    ) -> tuple[str | None, bool]:
+        """The newest permission mode the chat's transcript recorded, and whether that is
+        the whole transcript's answer (settings.recorded_mode; a chat with no transcript
+        recorded none). Read where it was found before, or where its cwd puts it, at
+        once: a listing reads 200 of them, and looking first costs as much as the read.
+        Only when no file is there is it looked for by the id (_transcript)."""
         known = self._transcripts.get(session_id)
         if known is None and isinstance(cwd, str):
             known = transcripts.guessed(self.config_dir, session_id, cwd)
@@ -163,7 +164,7 @@ class LocalHost(Host):
             read = recorded_mode(self._transcript(session_id, cwd), buffer)
         elif known is not None:
             self._transcripts[session_id] = known
-        return read[0] if read is not None else None
+        return read if read is not None else (None, True)
 
     def _op_transcript_position(self, session_id: str) -> dict[str, Any]:
         path = self._transcript(session_id)

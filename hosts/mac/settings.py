@@ -22,9 +22,10 @@ if TYPE_CHECKING:
     # {"path", "value"} or {"path", "error"}; None: absent
     Source = dict[str, Any] | None
 
-# How far back a transcript's recorded mode is looked for, and the bytes every line that
-# records one holds.
-MODE_TAIL_BYTES = 256 << 10
+# How far back a transcript's recorded mode is looked for (a chat records its mode with
+# each prompt, and a turn's tool output since the last prompt may run to megabytes; past
+# this, a mode not found is not known), and the bytes every line that records one holds.
+MODE_TAIL_BYTES = 16 << 20
 MODE_NEEDLE = b'"permissionMode"'
 BYPASS = "bypassPermissions"
 
@@ -116,16 +117,17 @@ def cmdline_mode(argv: list[str] | None) -> str | None:
 
 def recorded_mode(
     transcript: str | None, buffer: bytearray | None = None
-) -> tuple[str | None] | None:
-    """The newest mode the transcript recorded in its last MODE_TAIL_BYTES, in a 1-tuple
-    (`(None,)`: none recorded there); None when no transcript is at that path. `buffer`:
-    a mode_buffer() to read into, one for all the chats of a listing."""
+) -> tuple[str | None, bool] | None:
+    """The newest mode the transcript recorded in its last MODE_TAIL_BYTES, and whether
+    that is the whole transcript's answer (False: none was recorded there, and an older
+    line may have recorded one); None when no transcript is at that path. `buffer`: a
+    mode_buffer() to read into, one for all the chats of a listing."""
     return transcripts.newest_line(transcript, MODE_NEEDLE, MODE_TAIL_BYTES, _mode_of, buffer)
 
 
 def mode_buffer() -> bytearray:
-    """Room for the longest read recorded_mode makes."""
-    return bytearray(MODE_TAIL_BYTES + 1)
+    """What recorded_mode reads into: it grows to the longest read a listing makes."""
+    return bytearray()
 
 
 def _mode_of(line: bytes) -> str | None:
@@ -173,9 +175,12 @@ class SettingsReader:
             )
         return self._projects[cwd]
 
-    def inputs(self, entry: dict[str, Any], mode: str | None) -> dict[str, Any]:
+    def inputs(
+        self, entry: dict[str, Any], mode: str | None, complete: bool = True
+    ) -> dict[str, Any]:
         """The policy inputs of the chat of registry entry `entry`, whose transcript
-        recorded `mode` last (recorded_mode)."""
+        recorded `mode` last (recorded_mode); `complete`: whether that is the whole
+        transcript's answer."""
         pid = entry.get("pid")
         argv = self.cmdline(pid) if isinstance(pid, int) else None
         cwd = entry.get("cwd") if isinstance(entry.get("cwd"), str) else None
@@ -190,6 +195,7 @@ class SettingsReader:
             "project": project,
             "local": local,
             "recorded_mode": mode,
+            "recorded_mode_complete": complete,
             "cmdline_mode": cmdline_mode(argv),
             "cmdline_readable": argv is not None,
         }

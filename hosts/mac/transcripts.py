@@ -242,35 +242,39 @@ def newest_line(
     take: Callable[[bytes], T | None],
     buffer: bytearray | None = None,
     first_bytes: int = NEWEST_FIRST_BYTES,
-) -> tuple[T | None] | None:
+) -> tuple[T | None, bool] | None:
     """What `take` makes of the newest line holding `needle` that it takes (not None),
-    among the complete lines `tail(path, max_bytes)` gives, in a 1-tuple (`(None,)`:
-    no line was taken); None when no regular file is there. `needle` holds no newline.
+    among the complete lines `tail(path, max_bytes)` gives, and whether the answer is
+    the whole file's: True when a line was taken or the tail is the whole file; False
+    when none was taken in a tail that began after the file's first byte (an older line
+    may still hold one). None when no regular file is there. `needle` holds no newline.
 
     Read backwards in windows that grow fourfold from `first_bytes`, and only a line
     holding the needle is cut out: a transcript's tail is mostly tool output, and
     splitting a quarter megabyte of it into lines, for each of 200 chats, cost three
-    times the rest of `coop chats` (issue 32). Read into `buffer` when it holds
-    `max_bytes + 1`: a listing passes one for all its chats, where a fresh quarter
-    megabyte for each read cost more than the search."""
+    times the rest of `coop chats` (issue 32). Read into `buffer` when given, grown in
+    place to the largest window read: a listing passes one for all its chats, where a
+    fresh window for each read cost more than the search."""
     opened = _open_regular(path)
     if opened is None:
         return None
     fd, info = opened
     try:
         floor = max(0, info.st_size - max_bytes - 1)  # where tail() starts reading
-        if buffer is None or len(buffer) < info.st_size - floor:
-            buffer = bytearray(info.st_size - floor)
+        if buffer is None:
+            buffer = bytearray()
         searched = info.st_size  # the lines from here on have been looked at
         window = first_bytes
         while True:
             start = max(floor, info.st_size - window - 1)  # one byte early, as tail()
+            if len(buffer) < searched - start:
+                buffer += bytes(searched - start - len(buffer))
             os.lseek(fd, start, os.SEEK_SET)  # os.preadv is missing before macOS 11
             with memoryview(buffer) as free:
                 length = os.readv(fd, [free[: searched - start]])
             taken = _newest_taken(buffer, length, start > 0, needle, take)
             if taken is not None or start == floor:
-                return (taken,)
+                return taken, taken is not None or floor == 0
             first_newline = buffer.find(b"\n", 0, length)
             if first_newline >= 0:  # lines before it may begin further back
                 searched = start + first_newline + 1

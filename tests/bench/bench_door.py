@@ -311,10 +311,11 @@ def cli_list() -> bool:
 def cli_list_working() -> bool:
     """As cli_list, with every chat in the middle of a turn: 300 KB of tool calls and
     results since its transcript last recorded a mode (a prompt records it; a turn's tool
-    output does not). Each listing looks back through them for the mode; reading the last
-    256 KB whole and splitting it into lines cost 48 ms at 200 chats, three times the
-    rest of the listing. Reported: the ratio beside cli_list's says what a working fleet
-    adds."""
+    output does not). Each listing looks back through them to the mode, in windows that
+    grow fourfold (hosts/mac/transcripts.py newest_line): 300 KB of each of 200
+    transcripts. (Reading the last 256 KB whole and splitting it into lines once cost
+    48 ms, three times the rest of the listing; and stopping at 256 KB missed the mode.)
+    Reported: the ratio beside cli_list's says what a working fleet adds."""
     return _cli_list(
         "cli_list_working", Path(sys.executable).parent, maximum=None, turn_bytes=300 << 10
     )

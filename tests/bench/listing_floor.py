@@ -3,9 +3,10 @@ chats --json` against besides `python -c pass`.
 
 It reads what a listing must read for each `<pid>.json` of the registry, once and with
 no checks: the entry (parsed), the process's start time (/proc stat) and command line,
-the inbox socket (lstat), and the transcript's last 256 KB with the newest line that
-records a permission mode (parsed); then it prints a JSON row per chat. No policy, no
-validation, no modules but the standard library's os, sys and json. Run as
+the inbox socket (lstat), and the transcript's tail back to the newest line that records
+a permission mode (parsed; read in one piece, up to 16 MB); then it prints a JSON row
+per chat. No policy, no validation, no modules but the standard library's os, sys and
+json. Run as
 `python -m tests.bench.listing_floor`, so that its bytecode is cached as Coop's is.
 """
 
@@ -13,7 +14,7 @@ import json
 import os
 import sys
 
-TAIL = 256 << 10
+TAIL = 16 << 20  # as far back as a listing looks for the mode
 NEEDLE = b'"permissionMode"'
 
 
@@ -26,12 +27,14 @@ def read(path: str, size: int = 65536, offset: int = 0) -> bytes:
 
 
 def tail(path: str, buffer: bytearray) -> int:
-    """The file's last TAIL bytes read into `buffer` (one for every transcript: a new
-    256 KB object per read would cost more than the read); how many."""
+    """The file's last TAIL bytes read into `buffer`, grown as needed (one for every
+    transcript: a new object per read would cost more than the read); how many."""
     fd = os.open(path, os.O_RDONLY)
     try:
         size = os.fstat(fd).st_size
         wanted = min(size, TAIL)
+        if len(buffer) < wanted:
+            buffer += bytes(wanted - len(buffer))
         read = os.preadv(fd, [memoryview(buffer)[:wanted]], size - wanted)
     finally:
         os.close(fd)
@@ -51,7 +54,7 @@ def main() -> None:
     config = os.environ["CLAUDE_CONFIG_DIR"]
     folder = f"{config}/sessions"
     rows = []
-    buffer = bytearray(TAIL)
+    buffer = bytearray()
     for name in sorted(os.listdir(folder)):
         entry = json.loads(read(f"{folder}/{name}").decode())
         pid, session_id, cwd = entry["pid"], entry["sessionId"], entry["cwd"]

@@ -91,6 +91,17 @@ def test_recorded_mode_comes_before_the_command_line() -> None:
     assert got["verdict"] == "accept" and got["mode"] == "auto"
 
 
+def test_a_mode_the_transcript_may_have_recorded_before_the_part_read_is_unknown() -> None:
+    unsearched = {"recorded_mode": None, "recorded_mode_complete": False}
+    got = inbound_policy(inputs(cmdline_mode="auto", **unsearched))
+    assert (got["verdict"], got["mode"]) == ("unknown", None)
+    user = src(crossSessionInbound="hold", permissions={"defaultMode": "auto"})
+    assert inbound_policy(inputs(user=user, **unsearched))["verdict"] == "hold"
+    # The whole transcript read, no mode in it: the command line says it.
+    whole = inbound_policy(inputs(cmdline_mode="auto", recorded_mode_complete=True))
+    assert (whole["verdict"], whole["mode"]) == ("accept", "auto")
+
+
 def test_unreadable_settings_predict_unknown() -> None:
     got = inbound_policy(inputs(user={"path": "/u/settings.json", "error": "not valid JSON"}))
     assert got["verdict"] == "unknown"

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from coop_engine.policy import inbound_policy
-from hosts.mac.settings import SettingsReader, recorded_mode
+from hosts.mac.settings import MODE_TAIL_BYTES, SettingsReader, recorded_mode
 
 
 class Mac:
@@ -35,7 +35,7 @@ class Mac:
         reader = SettingsReader(self.config, self.managed, lambda pid: self.argv)
         entry = {"pid": 4242, "cwd": str(self.cwd)}
         read = recorded_mode(str(transcript) if transcript else None)
-        return inbound_policy(reader.inputs(entry, read[0] if read else None))
+        return inbound_policy(reader.inputs(entry, *(read or (None, True))))
 
 
 @pytest.fixture
@@ -114,3 +114,45 @@ def test_the_transcripts_latest_permission_mode_is_the_receivers(mac: Mac) -> No
     got = mac.predict(transcript)
     assert said(got) == ("hold", "permission-mode-parity")
     assert got["mode"] == "bypassPermissions"
+
+
+def turn(size: int) -> str:
+    """About `size` bytes of one turn's tool calls and results: no line records a mode."""
+    call = {"type": "assistant", "message": {"content": [{"type": "tool_use", "input": "r" * 9}]}}
+    result = {
+        "type": "user",
+        "message": {"content": [{"type": "tool_result", "content": "x" * 900}]},
+    }
+    pair = json.dumps(call) + "\n" + json.dumps(result) + "\n"
+    return pair * (size // len(pair) + 1)
+
+
+def test_a_mode_recorded_before_a_long_turn_is_still_the_receivers(mac: Mac) -> None:
+    """A chat records its mode with each prompt; a turn's tool output since may run to
+    megabytes. Read only in the last 256 KB, the bypass set before a 2 MB turn was
+    missed, and the chat's command line (auto) predicted an accept it would hold."""
+    transcript = mac.config / "projects" / "p" / "s.jsonl"
+    transcript.parent.mkdir(parents=True)
+    bypass = {"type": "user", "permissionMode": "bypassPermissions", "message": {"content": "go"}}
+    transcript.write_text(json.dumps(bypass) + "\n" + turn(2 << 20))
+    mac.argv = ["claude", "--permission-mode", "auto"]
+    got = mac.predict(transcript)
+    assert said(got) == ("hold", "permission-mode-parity")
+    assert got["mode"] == "bypassPermissions"
+
+
+def test_a_transcript_longer_than_is_read_with_no_mode_in_it_predicts_unknown(mac: Mac) -> None:
+    """Past MODE_TAIL_BYTES of a turn, the mode a prompt recorded before it is not read:
+    neither the command line nor the settings says what it is now, so the prediction is
+    unknown (seed 001); an explicit setting still decides."""
+    transcript = mac.config / "projects" / "p" / "s.jsonl"
+    transcript.parent.mkdir(parents=True)
+    bypass = {"type": "user", "permissionMode": "bypassPermissions", "message": {"content": "go"}}
+    transcript.write_text(json.dumps(bypass) + "\n" + turn(MODE_TAIL_BYTES + (1 << 20)))
+    mac.argv = ["claude", "--permission-mode", "auto"]
+    got = mac.predict(transcript)
+    assert got["verdict"] == "unknown"
+    assert got["mode"] is None
+    assert "older" in got["why"]
+    mac.write(mac.config / "settings.json", {"crossSessionInbound": "accept"})
+    assert said(mac.predict(transcript)) == ("accept", "user")

@@ -126,6 +126,41 @@ MUTANTS = (
         (f"{SOURCES}::test_the_transcripts_latest_permission_mode_is_the_receivers",),
     ),
     Mutant(
+        "a-long-turn-hides-the-recorded-mode",
+        "inbound sources: the receiver's mode is the latest its transcript recorded, before"
+        " a turn's megabytes of tool output as well",
+        SETTINGS,
+        "MODE_TAIL_BYTES = 16 << 20\n",
+        "MODE_TAIL_BYTES = 256 << 10\n",
+        (f"{SOURCES}::test_a_mode_recorded_before_a_long_turn_is_still_the_receivers",),
+    ),
+    Mutant(
+        "an-unread-mode-is-the-command-line-s",
+        "inbound sources: a mode the transcript may have recorded before the part read is"
+        " unknown, not the command line's or the settings'",
+        POLICY,
+        '    return not inputs.get("recorded_mode") and inputs.get("recorded_mode_complete")'
+        " is False\n",
+        "    return False\n",
+        (
+            f"{SOURCES}::test_a_transcript_longer_than_is_read_with_no_mode_in_it_predicts_unknown",
+            f"{TEST_POLICY}::test_a_mode_the_transcript_may_have_recorded_before_the_part_read_is_unknown",
+        ),
+    ),
+    Mutant(
+        "a-tail-search-says-it-read-the-whole-file",
+        "inbound sources: a search of a transcript's tail that found no mode says whether it"
+        " read the whole file",
+        "hosts/mac/transcripts.py",
+        "                return taken, taken is not None or floor == 0\n",
+        "                return taken, True\n",
+        (
+            f"{SOURCES}::test_a_transcript_longer_than_is_read_with_no_mode_in_it_predicts_unknown",
+            "tests/properties/test_transcript_reader.py",
+        ),
+        select="unknown or newest_line_taken",
+    ),
+    Mutant(
         "inbound-command-line-before-transcript",
         "inbound sources: the transcript's mode comes before the command line's",
         POLICY,
