@@ -79,14 +79,6 @@ def open_ledger(home: Path, url: str | None = None) -> pw.Database:
     return _server_ledger(url) if url else _sqlite_ledger(home)
 
 
-def no_ledger_yet(home: Path, url: str | None = None) -> bool:
-    """Whether the home has no SQLite ledger file yet (a server ledger is always there):
-    a command that only reads then has nothing to read, and makes neither home nor file
-    (a mistyped --home is not a new home)."""
-    url = url if url is not None else os.environ.get("COOP_DATABASE_URL")
-    return not url and not os.path.lexists(home / LEDGER_FILE)
-
-
 def is_sqlite(db: pw.Database) -> bool:
     return isinstance(db, pw.SqliteDatabase)
 

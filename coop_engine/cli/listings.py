@@ -12,7 +12,7 @@ listing). A column's header is the field it shows, upper-cased.
 from __future__ import annotations
 
 from coop_engine import queries
-from coop_engine.cli.output import print_rows, say_no_ledger
+from coop_engine.cli.output import print_rows
 from coop_engine.naming import short_ids
 
 TYPE_CHECKING = False
@@ -219,17 +219,11 @@ LISTINGS: dict[str, tuple[Rows, list[Column]]] = {
 
 
 def show(name: str, args: argparse.Namespace) -> int:
-    """Print one listing of the ledger; an empty one, and a warning, from a home that
-    holds no ledger yet (which is left as it was)."""
-    from coop_engine.db import no_ledger_yet, open_ledger
+    """Print one listing of the ledger."""
+    from coop_engine.db import open_ledger
     from coop_engine.home import coop_home
 
     rows, columns = LISTINGS[name]
-    home = coop_home()
-    if no_ledger_yet(home):
-        say_no_ledger(home)
-        print_rows([], columns, args.json)
-        return 0
-    open_ledger(home)
+    open_ledger(coop_home())
     print_rows(rows(args), columns, args.json)
     return 0

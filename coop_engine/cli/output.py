@@ -8,7 +8,6 @@ import sys
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; `coop chats` starts often
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from pathlib import Path
     from typing import Any, TextIO
 
     Column = tuple[str, Callable[[dict[str, Any]], Any]]
@@ -43,14 +42,3 @@ def print_rows(
             "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
         )
         out.write("\n")
-
-
-def say_no_ledger(home: Path) -> None:
-    """The one line a reading command prints on stderr when the home holds no ledger."""
-    from coop_engine.formats import one_line
-
-    print(
-        f"coop: warning: no ledger in {one_line(str(home))} yet (the first command that"
-        " writes makes it): nothing to read",
-        file=sys.stderr,
-    )

@@ -11,12 +11,10 @@ import json
 import time
 
 from coop_engine import queries
-from coop_engine.cli.output import say_no_ledger
-from coop_engine.db import no_ledger_yet, open_ledger
+from coop_engine.db import open_ledger
 from coop_engine.formats import one_line
 from coop_engine.home import coop_home
-from coop_engine.loop.claim import NONE, Look, ledger_claim
-from coop_engine.queries.status import OUTBOX_STATES
+from coop_engine.loop.claim import ledger_claim
 
 TYPE_CHECKING = False  # argparse costs milliseconds at start-up; the CLI starts often
 if TYPE_CHECKING:
@@ -26,13 +24,9 @@ if TYPE_CHECKING:
 def status(args: argparse.Namespace) -> int:
     """Print the coordinator and the count of envelopes in each state, as one JSON
     object with --json, else as a few lines. Exit 0 whatever the state."""
-    home = coop_home()
-    if no_ledger_yet(home):  # nothing ever ran here; the home is left as it was
-        say_no_ledger(home)
-        look, counts = Look(NONE, None), dict.fromkeys(OUTBOX_STATES, 0)
-    else:
-        look = ledger_claim(open_ledger(home)).look()
-        counts = queries.outbox_counts()
+    ledger = open_ledger(coop_home())
+    look = ledger_claim(ledger).look()
+    counts = queries.outbox_counts()
     if args.json:
         print(json.dumps({"coordinator": look.as_json(), "counts": counts}))
         return 0

@@ -2,8 +2,7 @@
 coordinator the CLI is its client for whatever touches the fleet, a command's question
 sent and not answered is never asked again of another fleet, `coop tick` is never a
 second pass beside it, Send again after a refusal by policy reads the receiver's
-settings now, and `coop demo` runs on the home it is given and never on a ledger. A
-command that only reads, pointed at a home with no ledger, makes neither home nor ledger."""
+settings now, and `coop demo` runs on the home it is given and never on a ledger."""
 
 from __future__ import annotations
 
@@ -151,15 +150,5 @@ MUTANTS = (
             f"{DEMO_HOME}"
             "::test_demo_on_a_home_holding_a_ledger_is_refused_in_one_line_and_stages_nothing",
         ),
-    ),
-    Mutant(
-        "a-reading-command-makes-a-home",
-        "bad input changes nothing: a listing or `coop status` on a home with no ledger (a"
-        " mistyped --home) answers empty, says why, and makes neither home nor ledger",
-        "coop_engine/db.py",
-        "    return not url and not os.path.lexists(home / LEDGER_FILE)\n",
-        "    return False\n",
-        ("tests/test_cli_no_ledger.py",),
-        select="makes_nothing",
     ),
 )
