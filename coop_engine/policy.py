@@ -110,8 +110,8 @@ def inbound_policy(inputs: dict[str, Any]) -> dict[str, Any]:
             break
     mode = _mode(inputs)
     if verdict is None:
-        if mode is None and _unsearched(inputs):
-            why = "no permission mode in the newest part of the transcript read; an older may hold"
+        if _unsearched(inputs):
+            why = "no permission mode in the part of the transcript read; an older one may hold"
             return _unknown(why, expiry)
         if mode is None:
             return _unknown("no explicit setting and no recorded permission mode", expiry)
